@@ -1,0 +1,5 @@
+import sys
+
+from annotate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,126 @@
+"""One configuration object, built once by the CLI (or a test) and passed down.
+
+Nothing here touches the disk at import time. Every derived path has exactly one
+function that makes it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The repository root: annotations/, vendor_kernels/, schema/ live beside the package.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+ENV_CACHE = "ANNOTATE_CACHE_DIR"
+ENV_CONFIG = "ANNOTATE_CONFIG"
+ENV_URL_PREFIX = "ANNOTATE_URL_"  # ANNOTATE_URL_FLASHINFER, ANNOTATE_URL_FLASH_ATTENTION, ANNOTATE_URL_CUTLASS
+
+
+def default_cache_dir() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("annotate"))
+
+
+def url_env_var(name: str) -> str:
+    """The environment variable that overrides the clone URL of upstream/submodule `name`."""
+    return ENV_URL_PREFIX + name.upper().replace("-", "_").replace(".", "_")
+
+
+def default_config_file() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("annotate")) / "config.toml"
+
+
+@dataclass(frozen=True)
+class Config:
+    cache_dir: Path
+    repo_root: Path = REPO_ROOT
+    # name -> URL, from the config file's [urls] table; the environment wins over it.
+    url_overrides: dict[str, str] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, environ: dict[str, str] | None = None, cache_dir: Path | None = None,
+             repo_root: Path | None = None) -> "Config":
+        env = dict(os.environ if environ is None else environ)
+        cache = cache_dir or (Path(env[ENV_CACHE]).expanduser() if env.get(ENV_CACHE) else default_cache_dir())
+        cfg_file = Path(env[ENV_CONFIG]).expanduser() if env.get(ENV_CONFIG) else default_config_file()
+        urls: dict[str, str] = {}
+        if cfg_file.is_file():
+            from annotate.errors import AnnotateError
+
+            try:
+                data = tomllib.loads(cfg_file.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise AnnotateError(f"{cfg_file}: invalid TOML: {exc}") from None
+            urls = {str(k): str(v) for k, v in (data.get("urls") or {}).items()}
+        return cls(cache_dir=cache.resolve(), repo_root=(repo_root or REPO_ROOT).resolve(),
+                   url_overrides=urls, environ=env)
+
+    # ---- overrides -------------------------------------------------------------------
+    def url_for(self, name: str, default: str) -> tuple[str, str]:
+        """(url, where it came from) for an upstream or submodule called `name`."""
+        var = url_env_var(name)
+        if self.environ.get(var):
+            return self.environ[var], f"environment ${var}"
+        if name in self.url_overrides:
+            return self.url_overrides[name], "config file [urls]"
+        return default, "pin file"
+
+    # ---- repository paths ---------------------------------------------------------------
+    @property
+    def upstreams_file(self) -> Path:
+        return self.repo_root / "vendor_kernels" / "upstreams.yaml"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.repo_root / "vendor_kernels" / "locks"
+
+    @property
+    def annotations_dir(self) -> Path:
+        return self.repo_root / "annotations"
+
+    @property
+    def kernels_dir(self) -> Path:
+        return self.repo_root / "vendor_kernels"
+
+    @property
+    def schema_file(self) -> Path:
+        return self.repo_root / "schema" / "annotation.schema.json"
+
+    # ---- cache paths ----------------------------------------------------------------------
+    def checkouts_dir(self) -> Path:
+        return self.cache_dir / "checkouts"
+
+    def checkout_dir(self, upstream: str, commit: str) -> Path:
+        """The verified tree of one pin. Submodules live inside it at their recorded path."""
+        return self.checkouts_dir() / f"{upstream}-{commit[:12]}"
+
+    def fetch_record(self, upstream: str, commit: str) -> Path:
+        """JSON record written after a checkout is verified (route, time, missing paths)."""
+        return self.checkouts_dir() / f"{upstream}-{commit[:12]}.fetch.json"
+
+    def lock_path(self, name: str) -> Path:
+        """Inter-process lock file guarding work on `name` (a checkout, an index, a build)."""
+        return self.cache_dir / "locks" / f"{name}.lock"
+
+    def downloads_dir(self) -> Path:
+        return self.cache_dir / "downloads"
+
+    def index_dir(self) -> Path:
+        return self.cache_dir / "index"
+
+    def builds_dir(self) -> Path:
+        return self.cache_dir / "builds"
+
+    def results_dir(self) -> Path:
+        return self.cache_dir / "results"
+
+    def tmp_dir(self) -> Path:
+        """Scratch space on the same file system as the cache, so renames are atomic."""
+        return self.cache_dir / "tmp"
