@@ -19,10 +19,19 @@ ENV_CONFIG = "ANNOTATE_CONFIG"
 ENV_URL_PREFIX = "ANNOTATE_URL_"  # ANNOTATE_URL_FLASHINFER, ANNOTATE_URL_FLASH_ATTENTION, ANNOTATE_URL_CUTLASS
 
 
-def default_cache_dir() -> Path:
-    from platformdirs import user_cache_dir
+def _platform_dir(kind: str, env: dict[str, str]) -> Path:
+    # platformdirs knows every OS; the GPU machines lack it, and there XDG's rule is right.
+    try:
+        import platformdirs
+    except ImportError:
+        xdg = {"cache": ("XDG_CACHE_HOME", "~/.cache"), "config": ("XDG_CONFIG_HOME", "~/.config")}[kind]
+        return Path(env.get(xdg[0]) or xdg[1]).expanduser() / "annotate"
+    fn = platformdirs.user_cache_dir if kind == "cache" else platformdirs.user_config_dir
+    return Path(fn("annotate"))
 
-    return Path(user_cache_dir("annotate"))
+
+def default_cache_dir(env: dict[str, str] | None = None) -> Path:
+    return _platform_dir("cache", dict(os.environ if env is None else env))
 
 
 def url_env_var(name: str) -> str:
@@ -30,10 +39,8 @@ def url_env_var(name: str) -> str:
     return ENV_URL_PREFIX + name.upper().replace("-", "_").replace(".", "_")
 
 
-def default_config_file() -> Path:
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("annotate")) / "config.toml"
+def default_config_file(env: dict[str, str] | None = None) -> Path:
+    return _platform_dir("config", dict(os.environ if env is None else env)) / "config.toml"
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,8 @@ class Config:
     def load(cls, environ: dict[str, str] | None = None, cache_dir: Path | None = None,
              repo_root: Path | None = None) -> "Config":
         env = dict(os.environ if environ is None else environ)
-        cache = cache_dir or (Path(env[ENV_CACHE]).expanduser() if env.get(ENV_CACHE) else default_cache_dir())
-        cfg_file = Path(env[ENV_CONFIG]).expanduser() if env.get(ENV_CONFIG) else default_config_file()
+        cache = cache_dir or (Path(env[ENV_CACHE]).expanduser() if env.get(ENV_CACHE) else default_cache_dir(env))
+        cfg_file = Path(env[ENV_CONFIG]).expanduser() if env.get(ENV_CONFIG) else default_config_file(env)
         urls: dict[str, str] = {}
         if cfg_file.is_file():
             from annotate.errors import AnnotateError
