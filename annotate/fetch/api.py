@@ -289,7 +289,7 @@ def _fetch_one(config: Config, up: Upstream, via: str, reporter: Reporter) -> Fe
                     short = exc.message if isinstance(exc, RouteUnavailable) else f"git: {exc.message}"
                     short = short if short.startswith("git:") else f"git: {short}"
                     why.append(short)
-                    reporter.say(f"{up.name}: {short}; using {routes[i + 1]}")
+                    reporter.say(f"{up.name}: {short}; trying {routes[i + 1]}")
                     continue
                 if why:
                     raise AnnotateError(f"{up.name}: no route worked: {'; '.join(why)}; {route}: {exc.message}",
@@ -354,7 +354,7 @@ def ensure_fetched(config: Config, names=None, via: str = "auto", progress: bool
                 rec = _adopt_existing(config, up, reporter)
             if rec is None:
                 rec = _fetch_one(config, up, via, reporter)
-                reporter.say(f"{up.name}: {rec.reason}")
+                reporter.say(f"{up.name}: fetched by {rec.route} from {rec.source} in {rec.seconds:.1f} s")
             out.append(rec)
         finally:
             lk.release()

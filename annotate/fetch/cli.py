@@ -69,19 +69,23 @@ def cmd_status(args, config) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"annotate pins (cache: {config.cache_dir})", title_justify="left")
-    for col in ("pin", "tag", "commit", "fetched", "route", "verified", "missing", "fetched at", "notes"):
-        t.add_column(col)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 150))  # logs: don't squeeze the table to 80 columns
+    t = Table(title=f"pins (cache: {config.cache_dir})", title_justify="left")
+    for col in ("pin", "commit", "route", "verified", "missing", "fetched (UTC)", "annotations"):
+        t.add_column(col, no_wrap=True)
     for r in rows:
-        name = r.name if r.kind == "upstream" else f"  └ {r.name} ({r.parent})"
+        name = f"{r.name} {r.tag}".strip() if r.kind == "upstream" else f" └ {r.name}"
         notes = ""
         if r.annotation_files is not None:
-            notes = f"{r.annotation_files} files, {r.annotated_functions} functions"
+            notes = f"{r.annotation_files} files / {r.annotated_functions} fns"
             if r.broken_annotation_files:
                 notes += f", {len(r.broken_annotation_files)} broken"
-        t.add_row(name, r.tag, r.commit[:12], "yes" if r.fetched else "no", r.route or "", r.verified or "",
-                  str(len(r.missing)) if r.fetched else "", (r.fetched_at or "").replace("+00:00", "Z"), notes)
-    Console().print(t)
+        when = (r.fetched_at or "")[:16].replace("T", " ")
+        t.add_row(name, r.commit[:12], r.route or "not fetched", r.verified or "",
+                  str(len(r.missing)) if r.fetched else "", when, notes)
+    console.print(t)
     if not all(r.fetched for r in rows):
         print("fetch the missing pins with: annotate fetch")
     return 0

@@ -21,7 +21,7 @@ class Reporter:
 
     def say(self, message: str) -> None:
         if self._console is not None:
-            self._console.print(message, markup=False)
+            self._console.print(message, markup=False, soft_wrap=True)
 
     def _progress(self, with_bar: bool):
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
