@@ -47,6 +47,7 @@ class GitResult:
     submodules: tuple[dict, ...]
 
 
+_PROBED: dict[tuple[str, int], str | None] = {}  # (host, port) -> why it is unreachable, None if fine
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 
 
@@ -88,6 +89,10 @@ def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
     ep = _endpoint(url, environ)
     if ep is None:
         return
+    if ep in _PROBED:  # one answer per host and process: three pins on one host cost one timeout
+        if _PROBED[ep]:
+            raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
+        return
     outcome: list[BaseException | None] = []
 
     def attempt():
@@ -101,9 +106,13 @@ def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
     t.start()
     t.join(timeout)
     if not outcome:
-        raise RouteUnavailable(f"git: cannot reach {url} (no answer from {ep[0]} in {timeout:g} s; offline?)")
-    if outcome[0] is not None:
-        raise RouteUnavailable(f"git: cannot reach {url} ({type(outcome[0]).__name__}: {outcome[0]}; offline?)")
+        _PROBED[ep] = f"no answer from {ep[0]} in {timeout:g} s"
+    elif outcome[0] is not None:
+        _PROBED[ep] = f"{type(outcome[0]).__name__}: {outcome[0]}"
+    else:
+        _PROBED[ep] = None
+    if _PROBED[ep]:
+        raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
 
 
 def _git_env(config: Config) -> dict[str, str]:
@@ -124,14 +133,20 @@ def _last_line(exc: Exception) -> str:
     return (lines[-1].strip("'\"") if lines else str(exc))[:300]
 
 
+_NETWORK = ("could not resolve host", "unable to access", "connection refused", "could not read from remote",
+            "timed out", "network is unreachable", "connection reset")
+
+
+def _is_network(exc: Exception) -> bool:
+    return any(s in _last_line(exc).lower() for s in _NETWORK)
+
+
 def _raise_git(what: str, url: str, exc: Exception) -> None:
     msg = _last_line(exc)
     if "No space left on device" in msg:
         raise AnnotateError(f"disk full while {what} from {url}",
                             hint="free some space or point ANNOTATE_CACHE_DIR at a larger disk") from None
-    low = msg.lower()
-    if any(s in low for s in ("could not resolve host", "unable to access", "connection refused",
-                              "could not read from remote", "timed out", "network is unreachable")):
+    if _is_network(exc):
         raise RouteUnavailable(f"git: cannot reach {url} ({msg}; offline?)") from None
     raise AnnotateError(f"git: {what} from {url} failed: {msg}") from None
 
@@ -159,7 +174,7 @@ def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter
                     g.fetch("--depth=1", "--filter=blob:none", "--no-tags", "origin", commit,
                             env=env, kill_after_timeout=COMMAND_TIMEOUT)
                 except git.GitCommandError as exc:
-                    if "reach" in _last_line(exc).lower() or "resolve host" in _last_line(exc).lower():
+                    if _is_network(exc):
                         raise
                     # servers that refuse fetching an unadvertised commit: take every ref, blobless
                     g.fetch("--filter=blob:none", "origin", "+refs/heads/*:refs/remotes/origin/*",
