@@ -103,6 +103,10 @@ class PinStatus:
     missing: tuple[str, ...]
     fetched_at: str | None
     root: Path | None
+    path: str = ""  # a submodule's place inside its parent's checkout ("" for an upstream)
+    files: int | None = None  # files in the checkout (a submodule: under its path)
+    source: str | None = None  # URL or archive file
+    reason: str | None = None  # why that route (what `--via auto` tried first)
     annotation_files: int | None = None  # annotation coverage (upstream rows only)
     annotated_functions: int | None = None
     broken_annotation_files: tuple[str, ...] = field(default=())
@@ -416,7 +420,8 @@ def fetch_status(config: Config) -> list[PinStatus]:
             missing=tuple(m for m in rec.missing if not any(m.startswith(s.path.strip('/') + '/')
                                                              for s in up.submodules)) if rec else (),
             fetched_at=rec.fetched_at if rec else None, root=rec.root if rec else None,
-            annotation_files=files, annotated_functions=funcs, broken_annotation_files=broken))
+            files=rec.files if rec else None, source=rec.source if rec else None,
+            reason=rec.reason if rec else None, annotation_files=files, annotated_functions=funcs, broken_annotation_files=broken))
         for sub in up.submodules:
             srec = next((s for s in rec.submodules if s.name == sub.name), None) if rec else None
             out.append(PinStatus(
@@ -425,5 +430,6 @@ def fetch_status(config: Config) -> list[PinStatus]:
                 verified=(("partial" if srec.missing else "full") if rec.verified != "commit" else "commit")
                 if srec else None,
                 missing=srec.missing if srec else (), fetched_at=rec.fetched_at if srec else None,
-                root=(rec.root / sub.path) if srec else None))
+                root=(rec.root / sub.path) if srec else None, path=sub.path, files=srec.files if srec else None,
+                source=srec.source if srec else None, reason=rec.reason if srec else None))
     return out
