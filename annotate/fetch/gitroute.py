@@ -36,6 +36,10 @@ COMMAND_TIMEOUT = 3600
 class RouteUnavailable(AnnotateError):
     """The route cannot run here (no network, URL absent); `--via auto` moves on to the next."""
 
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message, hint or "check the network, point ANNOTATE_URL_<NAME> at a reachable "
+                                          "mirror or clone, or use --via archive")
+
 
 @dataclass(frozen=True)
 class GitResult:
