@@ -119,6 +119,18 @@ def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
         raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
 
 
+def _gitpython():
+    """GitPython, imported on first use (it is heavy, and GPU hosts may lack it or git itself)."""
+    if shutil.which("git") is None:
+        raise RouteUnavailable("git: no git executable on PATH")
+    try:
+        import git
+    except ImportError as exc:
+        raise RouteUnavailable(f"git: GitPython is not usable here ({exc})",
+                               hint="pip install GitPython, or use --via archive") from None
+    return git
+
+
 def _git_env(config: Config) -> dict[str, str]:
     timeout = int(config.git_timeout())
     return {
@@ -161,7 +173,7 @@ def _sparse_patterns(paths: tuple[str, ...]) -> str:
 
 def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter, label: str):
     """A repository at `dest` that holds `commit` (its trees at least), nothing checked out; the Repo."""
-    import git  # heavy; only the git route needs it
+    git = _gitpython()
 
     env = _git_env(config)
     src = local_path(url)
@@ -203,7 +215,7 @@ def checkout_trees(config: Config, url: str, commit: str, dest: Path):
 def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest: Path,
              reporter: Reporter, label: str):
     """Put `paths` of `commit` from `url` into the new directory `dest` (with a .git); returns the Repo."""
-    import git
+    git = _gitpython()
 
     env = _git_env(config)
     repo = obtain(config, url, commit, dest, reporter, label)
@@ -249,6 +261,7 @@ def _verify_tree(config: Config, gitdir: Path, commit: str, paths: tuple[str, ..
 def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> GitResult:
     """Build the checkout of `up` (with its submodules) in `dest`, which must not exist yet."""
     url, origin = config.url_for(up.name, up.url)
+    _gitpython()
     probe(url, config.git_timeout(), config.environ)
     for sub in up.submodules:  # fail before any transfer when a submodule's remote is unreachable
         probe(config.url_for(sub.name, sub.url)[0], config.git_timeout(), config.environ)
