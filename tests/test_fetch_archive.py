@@ -11,8 +11,9 @@ import pytest
 from annotate.errors import AnnotateError
 from annotate.fetch import archive
 from annotate.fetch.api import ensure_fetched, fetch_status, fetched_root
+from annotate.upstreams import get_upstream
 
-from fetch_support import build_sdist, build_wheel, make_world, tree, wheel_members
+from fetch_support import build_sdist, build_wheel, make_world, wheel_members
 
 
 @pytest.fixture
@@ -74,8 +75,7 @@ def test_sdist_gets_the_pin_env_and_no_build_isolation(world):
     members = {k.replace("demo_kernels/data/", ""): v for k, v in wheel_members().items()}
     build_sdist(world.index_dir, members, need_env="DEMO_SKIP_BUILD")
     cfg = world.config()
-    cmd = archive.pip_command(cfg, cfg and __import__("annotate.upstreams", fromlist=["x"]).get_upstream(
-        cfg, "demo").archive, cfg.tmp_dir())
+    cmd = archive.pip_command(cfg, get_upstream(cfg, "demo").archive, cfg.tmp_dir())
     assert "--no-build-isolation" in cmd and ":all:" in cmd and "--no-index" in cmd
     [rec] = ensure_fetched(cfg, via="archive", progress=False)
     assert rec.verified == "full" and rec.files == 5
