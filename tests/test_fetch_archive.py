@@ -126,3 +126,16 @@ def test_status_json_and_annotation_coverage(world, capsys):
     assert cmd_status(argparse.Namespace(json=False), cfg) == 0
     human = capsys.readouterr().out
     assert "demo" in human and "partial" in human
+
+
+def test_pip_args_from_the_config_file(world, tmp_path):
+    from annotate.config import Config
+
+    build_wheel(world.index_dir, wheel_members())
+    toml = tmp_path / "config.toml"
+    toml.write_text(f'[fetch]\npip_args = ["--no-index", "--find-links", "{world.index_dir}"]\n')
+    env = {k: v for k, v in world.env.items() if k != "ANNOTATE_PIP_ARGS"}
+    cfg = Config.load(environ={**env, "ANNOTATE_CONFIG": str(toml)}, cache_dir=world.cache, repo_root=world.root)
+    assert cfg.pip_args() == ["--no-index", "--find-links", str(world.index_dir)]
+    [rec] = ensure_fetched(cfg, via="archive", progress=False)
+    assert rec.verified == "full"
