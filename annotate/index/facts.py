@@ -83,7 +83,8 @@ def rules_by_type(table: tuple[Rule, ...] | None = None) -> dict[str, tuple[Rule
 
 
 def _ts_regex(rx: str) -> str:
-    return rx.replace("(?P<m>", "(")
+    """A Python regex as a tree-sitter query string literal (Rust regex syntax, escaped)."""
+    return rx.replace("(?P<m>", "(").replace("\\", "\\\\").replace('"', '\\"')
 
 
 @functools.cache
