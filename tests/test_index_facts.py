@@ -22,7 +22,7 @@ EXAMPLES = {
     "cute-tiled-copy-gmem": ("flash::copy<true>(gmem_tiled_copy_QKV, tQgQ, tQsQ, tQcQ);", "gmem_tiled_copy_QKV"),
     "ptx-cp-async-group": ('asm volatile("cp.async.commit_group;\\n" ::);', "commit_group"),
     "flashinfer-cp-async-group": ("cp_async::wait_group<1>();", "wait_group"),
-    "cute-cp-async-group": ("cute::cp_async_fence();", "cp_async_fence"),
+    "cute-cp-async-group": ("FLASH_NAMESPACE::cp_async_wait<0>();", "cp_async_wait"),
     "ptx-tma": ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes'
                 ' [%0], [%1, {%2, %3}], [%4];" :: "r"(a), "l"(b), "r"(c), "r"(d), "r"(e));', "asm volatile"),
     "cute-tma-atom": ("using TmaLoad = SM90_TMA_LOAD;", "SM90_TMA_LOAD"),
@@ -46,7 +46,8 @@ EXAMPLES = {
     "cute-wgmma": ("warpgroup_arrive();", "warpgroup_arrive"),
     "cute-tiled-copy-smem": ("cute::copy(smem_tiled_copy_Q, tSsQ(_, _, 0), tSrQ_copy_view(_, _, 0));",
                              "smem_tiled_copy_Q"),
-    "vec-t-load-store": ("q_vec.cast_load(q + offset);", "cast_load"),
+    "vec-t-load-store": ("st_local.o.cast_store(o + offset);", "cast_store"),
+    "cute-tiled-copy-vector": ("cute::copy(gmem_tiled_copy_O, tOsO, tOrO);", "gmem_tiled_copy_O"),
     "vec-t-static": ("vec_t<float, 4>::memcpy(dst, src);", "memcpy"),
     "vector-reinterpret": ("float4 v = *reinterpret_cast<const float4*>(ptr);", "reinterpret_cast"),
     "ptx-vector": ('asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a), "=r"(b), "=r"(c),'
