@@ -26,6 +26,17 @@ class Index:
 
     def __init__(self, files: dict[str, dict[str, FileIndex]], roots: dict[str, Path],
                  stats: dict | None = None):
+        import gc
+
+        was = gc.isenabled()
+        gc.disable()  # building the maps allocates ~10^6 list cells; GC passes only slow it
+        try:
+            self._build(files, roots, stats)
+        finally:
+            if was:
+                gc.enable()
+
+    def _build(self, files, roots, stats) -> None:
         self._files = files  # upstream -> path -> FileIndex
         self._roots = roots
         self.stats = stats or {}
