@@ -164,7 +164,7 @@ def tool_version() -> str:
     for p in [*query_files(), MACROS_FILE, RULES_FILE]:
         h.update(p.name.encode())
         h.update(p.read_bytes() if p.exists() else b"")
-    for p in sorted(HERE.glob("extract*.py")) + [HERE / "facts.py", HERE / "fingerprint.py"]:
+    for p in sorted(HERE.glob("extract*.py")) + [HERE / n for n in ("facts.py", "fingerprint.py", "cst.py", "model.py", "parse.py")]:
         h.update(p.read_bytes() if p.exists() else b"")
     return h.hexdigest()[:16]
 
