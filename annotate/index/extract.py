@@ -113,11 +113,30 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
 
     edges: list[CallEdge] = []
     launchers = table.launchers
+    call_matches = []
+    calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
     for m in matches("cuda-calls", root):
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
             continue
+        call_matches.append((idx, call, callee))
+        if callee.type == "identifier":
+            calls_by_name.setdefault((idx, cst.node_text(callee)), []).append(call)
+
+    def launch_targets(node, idx):
+        refs = _function_refs(node, pointers.get(idx, {}))
+        out = []
+        for tname, tnode in refs:
+            if tnode.type == "identifier" and cst.node_text(tnode) == tname:
+                via_lambda = _lambda_param_refs(tnode, tname, idx, calls_by_name, pointers.get(idx, {}))
+                if via_lambda:
+                    out.extend(via_lambda)
+                    continue
+            out.append((tname, tnode))
+        return out
+
+    for idx, call, callee in call_matches:
         sym = symbols[idx]
         name_node = cst.final_name_node(callee)
         if name_node is None:
@@ -126,12 +145,11 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
         bare = cst.node_text(name_node)
         if bare in table.not_calls:
             continue
-        ptrs = pointers.get(idx, {})
         is_launch = any(c.type == "kernel_call_syntax" for c in call.children)
         line, col = name_node.start_point[0] + 1, name_node.start_point[1]
         if is_launch:
-            targets = ptrs.get(written) if callee.type == "identifier" else None
-            if targets:
+            targets = launch_targets(callee, idx) if callee.type == "identifier" else None
+            if targets and [t for t, _ in targets] != [written]:
                 for tname, _ in targets:
                     edges.append(CallEdge(sym.key, tname, LAUNCH, path, line, col, (), "<<<>>> via " + written))
             else:
@@ -146,9 +164,12 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             k = launchers[bare]
             if k < len(args):
-                for tname, tnode in _function_refs(args[k], ptrs):
-                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, tnode.start_point[0] + 1,
-                                          tnode.start_point[1], (), bare))
+                for tname, tnode in launch_targets(args[k], idx):
+                    # the column of the argument at the launch call (the site links it), even
+                    # when the name was found through a variable or a lambda parameter
+                    anode = tnode if tnode.start_byte >= call.start_byte and tnode.end_byte <= call.end_byte else args[k]
+                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, anode.start_point[0] + 1,
+                                          anode.start_point[1], (), bare))
 
     facts: list[MemoryFact] = []
     seen: set[tuple[str, int, int]] = set()
@@ -203,6 +224,43 @@ def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple
         nm = cst.final_name_node(n)
         return [(cst.text_without_template_args(n), nm if nm is not None else n)]
     return []
+
+
+def _lambda_param_refs(ident, name, idx, calls_by_name, pointers) -> list:
+    """`auto launch = [&](auto kernel, int n) { cudaLaunchKernel((void*)kernel, ...); };
+    launch(Foo<1>, 128);` -- a launch through a lambda parameter names what the lambda's callers
+    pass in that position (FlashInfer's topk.cuh)."""
+    n = ident.parent
+    while n is not None and n.type != "lambda_expression":
+        if n.type == "function_definition":
+            return []
+        n = n.parent
+    if n is None:
+        return []
+    decl = n.child_by_field_name("declarator")
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if params is None:
+        return []
+    pos = None
+    for i, p in enumerate(x for x in params.named_children if x.type != "comment"):
+        d = p.child_by_field_name("declarator")
+        while d is not None and d.type != "identifier":
+            d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+        if d is not None and cst.node_text(d) == name:
+            pos = i
+            break
+    init = n.parent
+    if pos is None or init is None or init.type != "init_declarator":
+        return []
+    var = init.child_by_field_name("declarator")
+    if var is None or var.type != "identifier":
+        return []
+    out = []
+    for call in calls_by_name.get((idx, cst.node_text(var)), []):
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        if pos < len(args):
+            out.extend(_function_refs(args[pos], pointers))
+    return out
 
 
 def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts) -> Symbol | None:
