@@ -140,6 +140,17 @@ template <typename KTraits>
 __global__ __launch_bounds__(KTraits::NUM_THREADS) void PrefillKernel(int x) {
   PrefillDevice<KTraits>(x);
 }
+
+template <int N>
+__global__ void
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)
+__launch_bounds__(512, 4) quantize(
+#else
+quantize(
+#endif
+    int n, float* out) {
+  out[0] = n;
+}
 }
 """
 
@@ -287,6 +298,8 @@ def test_unbalanced_preprocessor_groups_do_not_lose_functions(ix):
     assert dev.end_line == line_of(UNBALANCED, "#endif", 1) + 1
     assert ker.kind == "kernel"
     assert [e.callees for e in ix.callees(ker)] == [(dev.key,)]
+    q = sym(ix, "flashinfer::quantize")  # head split across #if/#else: first variant parsed
+    assert q.kind == "kernel" and q.parse_errors == 0 and q.template_params == "int N"
 
 
 def test_python_functions_and_methods(ix):
