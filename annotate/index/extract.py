@@ -417,21 +417,12 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
     for m in matches("python-functions", root):
         fn, body, name_node = m["function"][0], m["body"][0], m["name"][0]
         names = [cst.node_text(name_node)]
-        in_class = False
         p = fn.parent
-        direct = True
-        while p is not None:
+        while p is not None:  # enclosing classes and functions name the scope
             if p.type in ("class_definition", "function_definition"):
                 nm = p.child_by_field_name("name")
                 if nm is not None:
                     names.insert(0, cst.node_text(nm))
-                if direct and p.type == "class_definition":
-                    in_class = True
-                direct = False
-            elif p.type not in ("block", "decorated_definition"):
-                pass
-            if p.type == "block" and p.parent is not None and p.parent.type == "class_definition" and direct:
-                pass
             p = p.parent
         start = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
         qualified = ".".join([module, *names]) if module else ".".join(names)
@@ -441,7 +432,6 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
             signature=sig, template_params=None, start_line=start.start_point[0] + 1,
             end_line=fn.end_point[0] + 1, body_start_line=body.start_point[0] + 1,
             fingerprint=fingerprint(src[body.start_byte:body.end_byte].decode("utf-8", "replace"), "python"),
-            is_cuda_qualified=("method",) if in_class else (),
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
