@@ -3,7 +3,6 @@ any tree. Other stages import this module; they never parse the CLI's output."""
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import os
 import sys

@@ -16,7 +16,6 @@ from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNC
                                   FileIndex, MemoryFact, Symbol)
 from annotate.index.parse import captures, namespace_ranges, prepare_cuda, language_of, macro_table, matches, parser
 
-CUDA_QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
@@ -388,14 +387,6 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
         body_start_line=body.start_point[0] + 1, fingerprint=fingerprint(body_text, "cuda"),
         anonymous_namespace=anonymous, is_cuda_qualified=tuple(quals), parse_errors=hi - lo,
     )
-
-
-def _is_ancestor(a, n) -> bool:
-    while n is not None:
-        if n.start_byte == a.start_byte and n.end_byte == a.end_byte and n.type == a.type:
-            return True
-        n = n.parent
-    return False
 
 
 # ---- Python ----------------------------------------------------------------------------------
