@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from annotate.config import Config
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import AnnotateError, Diagnostic, UsageError
 from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
 
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".github"}
@@ -164,6 +164,15 @@ class Index:
                 path, ln = loc, ""
             line = int(ln) if ln.isdigit() else None
         return upstream, rest, path, line
+
+    def diagnostics(self) -> list[Diagnostic]:
+        """Per-file problems (a file that failed to extract), as warnings naming the file."""
+        out = []
+        for up, by_path in self._files.items():
+            for path, fi in by_path.items():
+                for msg in fi.diagnostics:
+                    out.append(Diagnostic("warning", msg, file=f"{up}:{path}", code="index-extract"))
+        return out
 
     # -- graph and facts --
     def callees(self, sym: Symbol) -> list[CallEdge]:

@@ -114,10 +114,13 @@ def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
     by_name: dict[tuple[bool, str], list[Symbol]] = {}
     by_key: dict[str, Symbol] = {}
     scopes: set[str] = set()
+    inits: dict[str, list[Symbol]] = {}  # Python class name -> its __init__ (a call `Cls(...)` runs it)
     for fi in files.values():
         py = fi.language == "python"
         for s in fi.symbols:
             by_name.setdefault((py, s.name), []).append(s)
+            if py and s.name == "__init__" and s.qualified_name.count(".") >= 2:
+                inits.setdefault(s.qualified_name.split(".")[-2], []).append(s)
             by_key[s.key] = s
             if not py:
                 scopes.update(s.qualified_name.split("::")[:-1])
@@ -130,8 +133,11 @@ def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
         new_edges = []
         for e in fi.edges:
             caller = by_key.get(e.caller)
-            keys = _candidates(e, caller, by_name.get((py, _bare(e.callee_name)), ()), py, reach, scopes,
-                               ns_macros)
+            bare = _bare(e.callee_name)
+            cands = by_name.get((py, bare), ())
+            if py and not cands and bare[:1].isupper():
+                cands = inits.get(bare, ())
+            keys = _candidates(e, caller, cands, py, reach, scopes, ns_macros)
             new_edges.append(replace(e, callees=keys) if keys else e)
         out[p] = replace(fi, edges=tuple(new_edges), includes=includes[p])
     return out
