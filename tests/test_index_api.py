@@ -87,6 +87,19 @@ def test_cache_reuses_and_reparses_only_changed_file(tmp_path, tmp_config):
     assert files3["a.cuh"] == files["a.cuh"]
 
 
+def test_old_tool_versions_are_pruned(tmp_config):
+    from annotate.index import cache
+
+    base = tmp_config.index_dir() / "files"
+    for i, v in enumerate(["v1", "v2", "v3", "v4"]):
+        cache.touch_version(tmp_config, v)
+        import os
+
+        os.utime(base / v / ".used", (1000 + i, 1000 + i))
+    cache.prune_versions(tmp_config, "v4", keep_last=3)
+    assert sorted(p.name for p in base.iterdir()) == ["v2", "v3", "v4"]
+
+
 def test_unreadable_grammar_input_is_a_diagnostic_not_a_crash(tmp_path):
     ix = index_snippets(tmp_path, {"bad.cu": "}}}} template <<< ((( \x00 garbage", "ok.cu": "void f() {}\n"})
     assert [s.name for s in ix.symbols_in("demo", "ok.cu")] == ["f"]

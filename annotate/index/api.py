@@ -345,6 +345,8 @@ def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
             cache.write(config, cache.file_entry_path(config, version, cache.file_key(upstream, fi.path, fi.blob)), fi)
     resolved = resolve_upstream(dict(sorted(files.items())))
     if config is not None:
+        cache.touch_version(config, version)
+        cache.prune_versions(config, version)
         rpath = cache.resolved_path(config, upstream, tkey)
         cache.write(config, rpath, resolved)
         cache.prune_resolved(config, upstream, rpath)
