@@ -87,6 +87,24 @@ def test_cache_reuses_and_reparses_only_changed_file(tmp_path, tmp_config):
     assert files3["a.cuh"] == files["a.cuh"]
 
 
+def test_overloads_narrowed_by_argument_count(tmp_path):
+    ix = index_snippets(tmp_path, {"o.cuh": """
+        namespace cute {
+        template <class T> __device__ int size(T const& t) { return 1; }
+        template <int I, class T> __device__ int size(T const& t, int mode) { return 2; }
+        __device__ int pick(int a, int b = 0) { return a; }
+        __device__ int pick(int a, int b, int c) { return c; }
+        template <class... Ts> __device__ int many(Ts... ts) { return 0; }
+        __device__ int use(int x) {
+          return size(x) + size<0>(x, 1) + pick(1) + pick(1, 2) + pick(1, 2, 3) + many(1, 2, 3, 4);
+        }
+        }
+        """})
+    use = ix.resolve("cute::use")
+    got = [(e.callee_name, [ix.symbol(k).start_line for k in e.callees]) for e in ix.callees(use)]
+    assert got == [("size", [2]), ("size", [3]), ("pick", [4]), ("pick", [4]), ("pick", [5]), ("many", [6])]
+
+
 def test_old_tool_versions_are_pruned(tmp_config):
     from annotate.index import cache
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass, field
 
 from annotate.index import cst
 from annotate.index.facts import apply_rules, find_fact_nodes
@@ -22,11 +23,26 @@ _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
 ANON = "(anonymous namespace)"
 
 
+@dataclass(frozen=True)
+class Extracted:
+    """A FileIndex plus what only call resolution needs (kept out of the stage contract):
+    `arity` maps Symbol.key -> (fewest, most arguments; -1 = any number), `nargs` gives the
+    argument count of each edge's call (None where unknown or not a plain call)."""
+
+    file: FileIndex
+    arity: dict[str, tuple[int, int]] = field(default_factory=dict)
+    nargs: tuple[int | None, ...] = ()
+
+
 def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
     """Everything about one file; `blob` is filled in by the caller."""
+    return extract_full(upstream, path, src).file
+
+
+def extract_full(upstream: str, path: str, src: bytes) -> Extracted:
     lang = language_of(path)
     if lang == "python":
-        return extract_python(upstream, path, src)
+        return Extracted(extract_python(upstream, path, src))
     return extract_cuda(upstream, path, src)
 
 
@@ -74,7 +90,7 @@ def _split_scope(text: str) -> list[str]:
     return [p for p in text.split("::") if p]
 
 
-def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
+def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     table = macro_table()
     text = prepare_cuda(src, table)
     tree = parser("cuda").parse(text)
@@ -90,6 +106,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
 
     symbols: list[Symbol] = []
     spans: list[tuple[int, int, int]] = []
+    arity: dict[str, tuple[int, int]] = {}
     for m in matches("cuda-functions", root):
         fn, body = m["function"][0], m["body"][0]
         sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
@@ -97,6 +114,9 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
+        ar = _arity(fn)
+        if ar is not None:
+            arity[sym.key] = ar
     owner = _Spans(spans)
 
     # function-pointer variables per function: var -> [(target name, node)]
@@ -111,6 +131,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             pointers.setdefault(idx, {}).setdefault(cst.node_text(var), []).extend(targets)
 
     edges: list[CallEdge] = []
+    nargs: dict[int, int] = {}  # edge index -> argument count of its call
     launchers = table.launchers
     call_matches = []
     calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
@@ -159,6 +180,8 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             field = callee.child_by_field_name("field")
             via = ".template" if field is not None and field.type in ("dependent_name", "template_method") else "member"
         edges.append(CallEdge(sym.key, written, CALL, path, line, col, (), via))
+        nargs[len(edges) - 1] = sum(1 for a in call.child_by_field_name("arguments").named_children
+                                    if a.type != "comment")
         if bare in launchers:
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             k = launchers[bare]
@@ -187,8 +210,30 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     facts.sort(key=lambda f: (f.line, f.kind))
 
     includes = tuple(cst.node_text(n) for n in captures("cuda-includes", root).get("path", []))
-    return FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
-                     edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
+    fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
+                   edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
+    return Extracted(fi, arity, tuple(nargs.get(i) for i in range(len(edges))))
+
+
+def _arity(fn) -> tuple[int, int] | None:
+    """(fewest, most) arguments a definition accepts; most = -1 for variadics."""
+    decl = _function_declarator(fn)
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if params is None:
+        return None
+    req = opt = 0
+    variadic = any(c.type == "..." for c in params.children)
+    for p in params.named_children:
+        if p.type == "parameter_declaration":
+            if cst.node_text(p).strip() != "void":
+                req += 1
+        elif p.type == "optional_parameter_declaration":
+            opt += 1
+        elif p.type in ("variadic_parameter_declaration", "variadic_parameter"):
+            variadic = True
+        elif p.type != "comment":
+            return None  # something the grammar did not understand: no constraint
+    return (req, -1 if variadic else req + opt)
 
 
 def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple[str, object]]:
@@ -426,6 +471,9 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
+        ar = _arity(fn)
+        if ar is not None:
+            arity[sym.key] = ar
     owner = _Spans(spans)
     edges = []
     for m in matches("python-calls", root):

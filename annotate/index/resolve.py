@@ -78,8 +78,13 @@ def _scope_of(qualified: str, python: bool) -> str:
     return qualified.rsplit(sep, 1)[0] if sep in qualified else ""
 
 
-def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
-    """FileIndex per path with `includes` resolved to paths and every edge's `callees` filled."""
+def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, int]] | None = None,
+                     nargs: dict[str, tuple[int | None, ...]] | None = None) -> dict[str, FileIndex]:
+    """FileIndex per path with `includes` resolved to paths and every edge's `callees` filled.
+    `arity` (Symbol.key -> (min, max)) and `nargs` (path -> argument count per edge) narrow
+    overload sets to the definitions that accept the call's argument count, when any does."""
+    arity = arity or {}
+    nargs = nargs or {}
     resolver = IncludeResolver(list(files))
     includes: dict[str, tuple[str, ...]] = {}
     for p, fi in files.items():
@@ -131,13 +136,21 @@ def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
         py = fi.language == "python"
         reach = closure(p)
         new_edges = []
-        for e in fi.edges:
+        counts = nargs.get(p, ())
+        for i, e in enumerate(fi.edges):
             caller = by_key.get(e.caller)
             bare = _bare(e.callee_name)
             cands = by_name.get((py, bare), ())
             if py and not cands and bare[:1].isupper():
                 cands = inits.get(bare, ())
             keys = _candidates(e, caller, cands, py, reach, scopes, ns_macros)
+            n = counts[i] if i < len(counts) else None
+            if n is not None and len(keys) > 1:
+                # last tie-break: overloads that take this many arguments (defaults declared
+                # only on a prototype make a definition look stricter, so never to zero)
+                fits = tuple(k for k in keys if _accepts(arity.get(k), n))
+                if fits:
+                    keys = fits
             new_edges.append(replace(e, callees=keys) if keys else e)
         out[p] = replace(fi, edges=tuple(new_edges), includes=includes[p])
     return out
@@ -209,3 +222,10 @@ def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scop
 
 def _encloses(scope: str, inner: str) -> bool:
     return not scope or scope == inner or inner.startswith(scope + "::")
+
+
+def _accepts(ar: tuple[int, int] | None, n: int) -> bool:
+    if ar is None:
+        return True
+    lo, hi = ar
+    return n >= lo and (hi < 0 or n <= hi)
