@@ -87,6 +87,28 @@ def test_cache_reuses_and_reparses_only_changed_file(tmp_path, tmp_config):
     assert files3["a.cuh"] == files["a.cuh"]
 
 
+def test_member_calls_narrowed_by_declared_type(tmp_path):
+    ix = index_snippets(tmp_path, {"m.cuh": """
+        namespace fi {
+        template <typename T, int N> struct vec_t { __device__ void load(const T* p) {} };
+        struct smem_t { __device__ void load(int off) {} };
+        template <typename T>
+        __device__ void use(const T* p, smem_t& smem) {
+          vec_t<T, 4> a, b;
+          auto c = make();
+          a.load(p);
+          smem.load(0);
+          c.load(p);
+        }
+        }
+        """})
+    use = ix.resolve("fi::use")
+    got = [(e.callee_name, sorted(ix.symbol(k).qualified_name for k in e.callees)) for e in ix.callees(use)
+           if e.via == "member"]
+    assert got == [("a.load", ["fi::vec_t::load"]), ("smem.load", ["fi::smem_t::load"]),
+                   ("c.load", ["fi::smem_t::load", "fi::vec_t::load"])]
+
+
 def test_overloads_narrowed_by_argument_count(tmp_path):
     ix = index_snippets(tmp_path, {"o.cuh": """
         namespace cute {

@@ -348,7 +348,8 @@ def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
             cache.write(config, cache.file_entry_path(config, version, key), ex)
     files = {p: found[p].file for p in sorted(found)}
     arity = {k: v for ex in found.values() for k, v in ex.arity.items()}
-    resolved = resolve_upstream(files, arity, {p: ex.nargs for p, ex in found.items()})
+    resolved = resolve_upstream(files, arity, {p: ex.nargs for p, ex in found.items()},
+                                {p: ex.receivers for p, ex in found.items()})
     if config is not None:
         cache.touch_version(config, version)
         cache.prune_versions(config, version)

@@ -27,11 +27,13 @@ ANON = "(anonymous namespace)"
 class Extracted:
     """A FileIndex plus what only call resolution needs (kept out of the stage contract):
     `arity` maps Symbol.key -> (fewest, most arguments; -1 = any number), `nargs` gives the
-    argument count of each edge's call (None where unknown or not a plain call)."""
+    argument count of each edge's call (None where unknown or not a plain call), `receivers`
+    the declared class of the object of each member call (`vec_t<float, 4> v; v.load()` -> vec_t)."""
 
     file: FileIndex
     arity: dict[str, tuple[int, int]] = field(default_factory=dict)
     nargs: tuple[int | None, ...] = ()
+    receivers: tuple[str | None, ...] = ()  # per edge: class name of a member call's object, if declared
 
 
 def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
@@ -51,9 +53,17 @@ def extract_full(upstream: str, path: str, src: bytes) -> Extracted:
 class _Spans:
     """Maps a byte offset to the innermost function body containing it."""
 
-    def __init__(self, spans: list[tuple[int, int, int]]):
+    def __init__(self, spans: list[tuple[int, int, int]], params: list[tuple[int, int, int]] | None = None):
+        self.params = sorted(params or [])
         self.spans = sorted(spans)
         self.starts = [s for s, _, _ in self.spans]
+
+    def owner_of_params(self, byte: int) -> int | None:
+        """The function whose parameter list holds `byte` (a parameter's declaration)."""
+        for lo, hi, idx in self.params:
+            if lo <= byte < hi:
+                return idx
+        return None
 
     def owner(self, byte: int) -> int | None:
         i = bisect.bisect_right(self.starts, byte) - 1
@@ -107,6 +117,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     symbols: list[Symbol] = []
     spans: list[tuple[int, int, int]] = []
     arity: dict[str, tuple[int, int]] = {}
+    param_spans: list[tuple[int, int, int]] = []
     for m in matches("cuda-functions", root):
         fn, body = m["function"][0], m["body"][0]
         sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
@@ -117,7 +128,11 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         ar = _arity(fn)
         if ar is not None:
             arity[sym.key] = ar
-    owner = _Spans(spans)
+        decl = _function_declarator(fn)
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        if plist is not None:
+            param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
+    owner = _Spans(spans, param_spans)
 
     # function-pointer variables per function: var -> [(target name, node)]
     pointers: dict[int, dict[str, list]] = {}
@@ -130,8 +145,24 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         if targets:
             pointers.setdefault(idx, {}).setdefault(cst.node_text(var), []).extend(targets)
 
+    # declared types of locals and parameters per function: var -> class name (last component)
+    var_types: dict[int, dict[str, str]] = {}
+    for m in matches("cuda-declarations", root):
+        tnode, var = m["type"][0], m["var"][0]
+        if tnode.type in ("primitive_type", "placeholder_type_specifier", "sized_type_specifier"):
+            continue
+        idx = owner.owner(var.start_byte)
+        if idx is None:
+            idx = owner.owner_of_params(var.start_byte)
+        if idx is None:
+            continue
+        tname = cst.text_without_template_args(tnode).replace("typename ", "").split("::")[-1].strip()
+        if tname:
+            var_types.setdefault(idx, {})[cst.node_text(var)] = tname
+
     edges: list[CallEdge] = []
     nargs: dict[int, int] = {}  # edge index -> argument count of its call
+    receivers: dict[int, str] = {}  # edge index -> declared class of a member call's object
     launchers = table.launchers
     call_matches = []
     calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
@@ -180,6 +211,12 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
             field = callee.child_by_field_name("field")
             via = ".template" if field is not None and field.type in ("dependent_name", "template_method") else "member"
         edges.append(CallEdge(sym.key, written, CALL, path, line, col, (), via))
+        if via is not None:
+            obj = callee.child_by_field_name("argument")
+            if obj is not None and obj.type == "identifier":
+                t = var_types.get(idx, {}).get(cst.node_text(obj))
+                if t:
+                    receivers[len(edges) - 1] = t
         nargs[len(edges) - 1] = sum(1 for a in call.child_by_field_name("arguments").named_children
                                     if a.type != "comment")
         if bare in launchers:
@@ -212,7 +249,8 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     includes = tuple(cst.node_text(n) for n in captures("cuda-includes", root).get("path", []))
     fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
                    edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
-    return Extracted(fi, arity, tuple(nargs.get(i) for i in range(len(edges))))
+    return Extracted(fi, arity, tuple(nargs.get(i) for i in range(len(edges))),
+                     tuple(receivers.get(i) for i in range(len(edges))))
 
 
 def _arity(fn) -> tuple[int, int] | None:
@@ -474,6 +512,10 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         ar = _arity(fn)
         if ar is not None:
             arity[sym.key] = ar
+        decl = _function_declarator(fn)
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        if plist is not None:
+            param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
     owner = _Spans(spans)
     edges = []
     for m in matches("python-calls", root):

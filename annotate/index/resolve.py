@@ -79,12 +79,14 @@ def _scope_of(qualified: str, python: bool) -> str:
 
 
 def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, int]] | None = None,
-                     nargs: dict[str, tuple[int | None, ...]] | None = None) -> dict[str, FileIndex]:
+                     nargs: dict[str, tuple[int | None, ...]] | None = None,
+                     receivers: dict[str, tuple[str | None, ...]] | None = None) -> dict[str, FileIndex]:
     """FileIndex per path with `includes` resolved to paths and every edge's `callees` filled.
     `arity` (Symbol.key -> (min, max)) and `nargs` (path -> argument count per edge) narrow
     overload sets to the definitions that accept the call's argument count, when any does."""
     arity = arity or {}
     nargs = nargs or {}
+    receivers = receivers or {}
     resolver = IncludeResolver(list(files))
     includes: dict[str, tuple[str, ...]] = {}
     for p, fi in files.items():
@@ -137,13 +139,15 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
         reach = closure(p)
         new_edges = []
         counts = nargs.get(p, ())
+        recv = receivers.get(p, ())
         for i, e in enumerate(fi.edges):
             caller = by_key.get(e.caller)
             bare = _bare(e.callee_name)
             cands = by_name.get((py, bare), ())
             if py and not cands and bare[:1].isupper():
                 cands = inits.get(bare, ())
-            keys = _candidates(e, caller, cands, py, reach, scopes, ns_macros)
+            keys = _candidates(e, caller, cands, py, reach, scopes, ns_macros,
+                               recv[i] if i < len(recv) else None)
             n = counts[i] if i < len(counts) else None
             if n is not None and len(keys) > 1:
                 # last tie-break: overloads that take this many arguments (defaults declared
@@ -156,7 +160,8 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
     return out
 
 
-def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scopes, ns_macros) -> tuple[str, ...]:
+def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scopes, ns_macros,
+                receiver: str | None = None) -> tuple[str, ...]:
     if not cands:
         return ()
     cands = list(cands)
@@ -185,6 +190,10 @@ def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scop
             meth = [c for c in cands if c.kind == METHOD and c.path in reach]
             if not meth:
                 return ()
+            if receiver:  # the object's declared class, when the function declares it
+                typed = [c for c in meth if _scope_of(c.qualified_name, False).rsplit("::", 1)[-1] == receiver]
+                if typed:
+                    meth = typed
             cands = meth
     else:
         if caller is not None and caller.kind == METHOD:
