@@ -352,8 +352,6 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     dname = decl.child_by_field_name("declarator")
     if dname is None:
         return None
-    # A function_definition nested in a body, not inside a local class, is the grammar
-    # misreading a macro call followed by a block (`DISPATCH(...) { ... }`).
     scopes: list[str] = []
     anonymous = False
     in_class = False
@@ -363,8 +361,9 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     seen_ns_or_class = False
     while p is not None:
         t = p.type
-        if t == "template_declaration" and not seen_ns_or_class and child is not None:
-            templates.append(p)
+        if t == "template_declaration" and not seen_ns_or_class and (
+                child is fn or child.type == "template_declaration"):
+            templates.append(p)  # the chain of heads directly wrapping this definition
         elif t == "namespace_definition":
             seen_ns_or_class = True  # namespaces themselves come from ns_ranges (text)
         elif t in _CLASS_TYPES:
@@ -374,6 +373,8 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
                 scopes[:0] = _split_scope(nm)[-1:]
             in_class = True
         elif t == "compound_statement" and not seen_ns_or_class:
+            # nested in a body, not in a local class: the grammar misreading a macro call
+            # followed by a block (`DISPATCH(...) { ... }`), not a definition
             return None
         child = p
         p = p.parent
