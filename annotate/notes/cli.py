@@ -63,9 +63,9 @@ def make_index(config, args):
         if len(srcs) > 1:
             from annotate.notes.drift import MergedIndex
 
-            return MergedIndex([index_directory(up, d, None) for up, d in srcs.items()])
+            return MergedIndex([index_directory(up, d, None, config=config) for up, d in srcs.items()])
         (up, d), = srcs.items()
-        return index_directory(up, d, None)
+        return index_directory(up, d, None, config=config)
     from annotate.index.api import load_index
 
     return load_index(config)
@@ -78,7 +78,11 @@ def cmd_check(args, config) -> int:
 
     if args.against and args.against_dir:
         raise UsageError("give --against or --against-dir, not both")
+    import time
+
+    t0 = time.perf_counter()
     index = make_index(config, args)
+    t_index = time.perf_counter() - t0
     explainer = StaleExplainer(config, indexer=default_indexer(), git_dir=args.git_dir)
     report = run_check(config, index, args.annotations, refresh=args.refresh, explainer=explainer)
     if args.against or args.against_dir:
@@ -86,6 +90,8 @@ def cmd_check(args, config) -> int:
 
         run_drift(config, report, index, ref=args.against, tree=args.against_dir, git_dir=args.git_dir,
                   upstream=args.upstream, indexer=default_indexer())
+    report.index_seconds = t_index
+    report.elapsed = time.perf_counter() - t0 - t_index
     if args.json:
         print(report_json(report))
     else:
