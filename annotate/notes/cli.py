@@ -63,9 +63,10 @@ def make_index(config, args):
         if len(srcs) > 1:
             from annotate.notes.drift import MergedIndex
 
-            return MergedIndex([index_directory(up, d, None, config=config) for up, d in srcs.items()])
+            return MergedIndex([index_directory(up, d, None) for up, d in srcs.items()])
         (up, d), = srcs.items()
-        return index_directory(up, d, None, config=config)
+        # no config: caching another tree of the same upstream would prune the pin's resolved index
+        return index_directory(up, d, None)
     from annotate.index.api import load_index
 
     return load_index(config)
