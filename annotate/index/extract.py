@@ -14,7 +14,7 @@ from annotate.index.facts import apply_rules, find_fact_nodes
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
                                   FileIndex, MemoryFact, Symbol)
-from annotate.index.parse import blank_macros, captures, language_of, macro_table, matches, parser
+from annotate.index.parse import captures, prepare_cuda, language_of, macro_table, matches, parser
 
 CUDA_QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
@@ -77,7 +77,7 @@ def _split_scope(text: str) -> list[str]:
 
 def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     table = macro_table()
-    text, _ = blank_macros(src, table)
+    text = prepare_cuda(src, table)
     tree = parser("cuda").parse(text)
     root = tree.root_node
     ns_macros = dict(table.namespaces)

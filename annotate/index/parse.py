@@ -124,9 +124,7 @@ def blank_macros(src: bytes, table: MacroTable | None = None) -> tuple[bytes, in
         end = m.end()
         if table.blank.get(m.group(1).decode(), False):
             end = _balanced_args_end(src, end)
-        for i in range(m.start(), end):
-            if buf[i] not in (0x0A, 0x0D):
-                buf[i] = 0x20
+        buf[m.start():end] = _NOT_NEWLINE.sub(b" ", src[m.start():end])
         count += 1
     return bytes(buf), count
 
@@ -177,3 +175,83 @@ def resolve_version() -> str:
     h = hashlib.sha256(tool_version().encode())
     h.update((HERE / "resolve.py").read_bytes())
     return h.hexdigest()[:16]
+
+
+# ---- preprocessor conditionals with unbalanced braces -------------------------------------
+
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_NOT_NEWLINE = re.compile(rb"[^\n\r]")
+_CODE_SKIP = re.compile(
+    rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _brace_balance_per_line(src: bytes) -> list[int]:
+    """{ minus } per line, ignoring braces in comments, strings and char literals."""
+    skip = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), src)
+    return [line.count(b"{") - line.count(b"}") for line in skip.split(b"\n")]
+
+
+def blank_unbalanced_conditionals(src: bytes) -> tuple[bytes, int]:
+    """tree-sitter parses every branch of `#if`; a group whose braces do not balance (FlashInfer's
+    `#if (__CUDA_ARCH__ < 800) if constexpr (...) { ... } else { #endif` ... `#if } #endif`)
+    turns the rest of the file into one ERROR. Such groups are blanked (same length, newlines
+    kept): wholly when their branches disagree, all but the first branch when every branch opens
+    or closes the same number of braces (`#if A for (...) { #else for (...) { #endif`).
+    Returns (text, number of groups blanked)."""
+    if not re.search(rb"^[ \t]*#[ \t]*if", src, re.M):
+        return src, 0
+    lines = src.split(b"\n")
+    bal = _brace_balance_per_line(src)
+    blank_ranges: list[tuple[int, int]] = []  # inclusive line ranges
+    # stack of groups: {"start": line, "branches": [[start_line, balance]]}
+    stack: list[dict] = []
+    outer_balance = 0
+    for i, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if m:
+            d = m.group(1)
+            if d.startswith(b"if"):
+                stack.append({"start": i, "branches": [[i, 0]]})
+                continue
+            if not stack:
+                continue
+            g = stack[-1]
+            if d in (b"elif", b"elifdef", b"elifndef", b"else"):
+                g["branches"].append([i, 0])
+                continue
+            # endif
+            stack.pop()
+            balances = [b for _, b in g["branches"]]
+            result = balances[0]
+            if any(b != 0 for b in balances):
+                if len(balances) > 1 and all(b == balances[0] for b in balances):
+                    blank_ranges.append((g["branches"][1][0], i))
+                    result = balances[0]
+                else:
+                    blank_ranges.append((g["start"], i))
+                    result = 0
+            if stack:
+                stack[-1]["branches"][-1][1] += result
+            else:
+                outer_balance += result
+            continue
+        if stack:
+            stack[-1]["branches"][-1][1] += bal[i]
+    if not blank_ranges:
+        return src, 0
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    buf = bytearray(src)
+    for a, b in blank_ranges:
+        lo, hi = offsets[a], min(offsets[b + 1] - 1, len(buf))
+        buf[lo:hi] = _NOT_NEWLINE.sub(b" ", bytes(buf[lo:hi]))
+    return bytes(buf), len(blank_ranges)
+
+
+def prepare_cuda(src: bytes, table: MacroTable | None = None) -> bytes:
+    """The text tree-sitter-cuda parses: `src` with listed macros and unbalanced conditional
+    groups blanked. Same length and same line breaks, so every position maps 1:1."""
+    text, _ = blank_macros(src, table)
+    text, _ = blank_unbalanced_conditionals(text)
+    return text
