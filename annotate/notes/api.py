@@ -24,6 +24,7 @@ from annotate.notes.anchors import compact, find_anchor, nearest_line
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
 COURSES_DIR = "courses"
 TODO = "TODO"  # placeholder text written by `annotate new`
+SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py", ".inl")
 
 # Per-function outcome in a check: what the summary line counts.
 OUT_OK, OUT_STALE, OUT_BROKEN = "ok", "stale", "broken"
@@ -554,16 +555,15 @@ def _ref_problem(index, ref: str) -> str | None:
     up, rest = ref.split(":", 1)
     if up not in (_safe(index.upstreams, default=[]) or []):
         return f"ref '{ref}': unknown upstream '{up}'"
-    if "/" in rest or "." in rest.split("::")[-1]:
+    if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-        if index_has_file(index, up, rest):
-            return None
+    if index_has_file(index, up, rest) or _safe(index.find, rest, up, default=[]):
+        return None
+    if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         near = difflib.get_close_matches(rest, index_paths(index, up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
-    if _safe(index.find, rest, up, default=[]):
-        return None
     return f"ref '{ref}': no function '{rest}' in {up}"
 
 
