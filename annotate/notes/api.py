@@ -74,12 +74,25 @@ def _safe(fn: Callable, *args, default=None):
         return default
 
 
-def index_has_file(index, upstream: str, path: str) -> bool:
-    return _safe(index.file, upstream, path) is not None
+_PATHS: dict[int, tuple[object, dict[str, list[str]]]] = {}
 
 
 def index_paths(index, upstream: str) -> list[str]:
-    return [f.path for f in (_safe(index.files, upstream, default=[]) or [])]
+    """Paths of the indexed files of `upstream` (memoised per index object: asking the index
+    about a missing file can be costly, it computes nearest-name hints)."""
+    got = _PATHS.get(id(index))
+    if got is None or got[0] is not index:
+        if len(_PATHS) > 8:
+            _PATHS.clear()
+        got = _PATHS[id(index)] = (index, {})
+    cache = got[1]
+    if upstream not in cache:
+        cache[upstream] = [f.path for f in (_safe(index.files, upstream, default=[]) or [])]
+    return cache[upstream]
+
+
+def index_has_file(index, upstream: str, path: str) -> bool:
+    return path in set(index_paths(index, upstream))
 
 
 def _bare(name: str) -> str:
