@@ -64,10 +64,10 @@ def assert_clean(report):
     report.to_json()
 
 
-def run(setup, data: bytes):
+def run(setup, data: bytes, refresh: bool = False):
     config, root, target = setup
     target.write_bytes(data)
-    report = run_check(config, INDEX, root, explainer=StaleExplainer(config))
+    report = run_check(config, INDEX, root, explainer=StaleExplainer(config), refresh=refresh)
     assert_clean(report)
     return report
 
@@ -181,6 +181,12 @@ def mutations(draw):
 def test_mutated_valid_document(setup, data):
     load_only(data)
     run(setup, data)
+    # --refresh on whatever survived: it edits or leaves the file, never corrupts it
+    before = run(setup, data).counts()
+    after = run(setup, data, refresh=True)
+    if after.refreshed:
+        assert after.counts()["functions"] == before["functions"]
+        assert after.counts()["errors"] <= before["errors"]
 
 
 def test_deep_nesting_and_alias_bomb(setup):

@@ -336,8 +336,9 @@ def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
                                                 code="drift-anchor", detail=anchor_txt, **loc)
     if e.kind == "moved":
         sev = "warning" if lost else "info"
+        lost_txt = "\n".join(f"anchor {a!r}: {c} matches at the target (re-anchor it)" for a, _o, _n, c in lost)
         return Diagnostic(sev, f"at {e.target}: {e.name} moved, lines {span(e.old_lines)} → {span(e.new_lines)} "
-                          "(same body; notes follow it)", code="drift-moved", detail=anchor_txt or None, **loc)
+                          "(same body; notes follow it)", code="drift-moved", detail=lost_txt or None, **loc)
     if e.kind == "changed":
         detail = "\n".join(x for x in (e.diff, anchor_txt) if x) or None
         return Diagnostic("warning", f"at {e.target}: {e.name} changed (lines {span(e.old_lines)} → "
