@@ -36,7 +36,7 @@ def test_new_creates_file_with_schema_line(tmp_config, index, tmp_path):
     sym = index.find("demo::norm::RMSNormKernel")[0]
     assert data["upstream"] == UP and data["path"] == PATH and entry["fingerprint"] == sym.fingerprint
     assert "shared-static" in entry["memory"][0]["how"]  # the auto facts as a starting list
-    assert "# barriers at 13" in text and "#   warp_reduce" in text
+    assert "# waits at 13" in text and "#   warp_reduce" in text
     report = run_check(tmp_config, index, root)
     assert report.exit_code() == 0 and {d.code for d in report.diagnostics} == {"todo"}
 

@@ -84,7 +84,8 @@ def cmd_check(args, config) -> int:
     t0 = time.perf_counter()
     index = make_index(config, args)
     t_index = time.perf_counter() - t0
-    explainer = StaleExplainer(config, indexer=default_indexer(), git_dir=args.git_dir)
+    explainer = StaleExplainer(config, indexer=default_indexer(), git_dir=args.git_dir,
+                               against_tree=args.against_dir, against_ref=args.against)
     report = run_check(config, index, args.annotations, refresh=args.refresh, explainer=explainer)
     if args.against or args.against_dir:
         from annotate.notes.drift import run_drift
