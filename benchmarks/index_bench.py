@@ -120,25 +120,29 @@ def recall(index, roots, verbose: bool) -> dict:
 
 def fact_scores(index, verbose: bool) -> dict:
     labels = yaml.safe_load((DATA / "index_fact_labels.yaml").read_text())
-    tp = fp = fn = 0
-    for item in labels["kernels"]:
-        sym = index.resolve(item["symbol"])
-        truth = {(f["kind"], int(f["line"])) for f in item["facts"]}
-        got = {(f.kind, f.line) for f in index.facts(sym)}
-        ktp, kfp, kfn = len(truth & got), len(got - truth), len(truth - got)
-        tp, fp, fn = tp + ktp, fp + kfp, fn + kfn
-        p = ktp / max(ktp + kfp, 1)
-        r = ktp / max(ktp + kfn, 1)
-        print(f"  {item['symbol']}: precision {p:.3f} recall {r:.3f} ({ktp} tp, {kfp} fp, {kfn} fn)")
-        if verbose:
-            for k, ln in sorted(got - truth, key=lambda x: x[1]):
-                print(f"     FP {k} line {ln}")
-            for k, ln in sorted(truth - got, key=lambda x: x[1]):
-                print(f"     FN {k} line {ln}")
-    p, r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
-    print(f"facts over {len(labels['kernels'])} labelled kernels: precision {p:.3f} recall {r:.3f} "
-          f"({tp} tp, {fp} fp, {fn} fn)")
-    return {"precision": p, "recall": r, "tp": tp, "fp": fp, "fn": fn}
+    out = {}
+    for group, items in (("labelled", [k for k in labels["kernels"] if not k.get("held_out")]),
+                         ("held-out", [k for k in labels["kernels"] if k.get("held_out")])):
+        tp = fp = fn = 0
+        for item in items:
+            sym = index.resolve(item["symbol"])
+            truth = {(f["kind"], int(f["line"])) for f in item["facts"]}
+            got = {(f.kind, f.line) for f in index.facts(sym)}
+            ktp, kfp, kfn = len(truth & got), len(got - truth), len(truth - got)
+            tp, fp, fn = tp + ktp, fp + kfp, fn + kfn
+            p = ktp / max(ktp + kfp, 1)
+            r = ktp / max(ktp + kfn, 1)
+            print(f"  {item['symbol']}: precision {p:.3f} recall {r:.3f} ({ktp} tp, {kfp} fp, {kfn} fn)")
+            if verbose:
+                for k, ln in sorted(got - truth, key=lambda x: x[1]):
+                    print(f"     FP {k} line {ln}")
+                for k, ln in sorted(truth - got, key=lambda x: x[1]):
+                    print(f"     FN {k} line {ln}")
+        p, r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
+        print(f"facts, {group} ({len(items)} functions): precision {p:.3f} recall {r:.3f} "
+              f"({tp} tp, {fp} fp, {fn} fn)")
+        out[group] = {"precision": p, "recall": r, "tp": tp, "fp": fp, "fn": fn}
+    return out
 
 
 def timings(config: Config, roots: dict[str, Path]) -> dict:

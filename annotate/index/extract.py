@@ -14,7 +14,7 @@ from annotate.index.facts import apply_rules, find_fact_nodes
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
                                   FileIndex, MemoryFact, Symbol)
-from annotate.index.parse import captures, prepare_cuda, language_of, macro_table, matches, parser
+from annotate.index.parse import captures, namespace_ranges, prepare_cuda, language_of, macro_table, matches, parser
 
 CUDA_QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
@@ -83,6 +83,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     ns_macros = dict(table.namespaces)
     for m in _DEFINE_RE.finditer(src):
         ns_macros.setdefault(m.group(1).decode(), m.group(2).decode())
+    ns_ranges = namespace_ranges(text)
     class_names = {cst.text_without_template_args(n).split("::")[-1]
                    for n in captures("cuda-classes", root).get("name", [])}
     errors = captures("cuda-errors", root).get("error", [])
@@ -92,7 +93,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     spans: list[tuple[int, int, int]] = []
     for m in matches("cuda-functions", root):
         fn, body = m["function"][0], m["body"][0]
-        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, table, error_starts)
+        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
         if sym is None:
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
@@ -204,7 +205,7 @@ def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple
     return []
 
 
-def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, table, error_starts) -> Symbol | None:
+def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts) -> Symbol | None:
     decl = _function_declarator(fn)
     if decl is None:
         return None
@@ -225,12 +226,7 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, ta
         if t == "template_declaration" and not seen_ns_or_class and child is not None:
             templates.append(p)
         elif t == "namespace_definition":
-            seen_ns_or_class = True
-            nm = _scope_name(p)
-            if nm is None:
-                anonymous = True
-            else:
-                scopes[:0] = [ns_macros.get(x, x) for x in _split_scope(nm)]
+            seen_ns_or_class = True  # namespaces themselves come from ns_ranges (text)
         elif t in _CLASS_TYPES:
             seen_ns_or_class = True
             nm = _scope_name(p)
@@ -242,6 +238,15 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, ta
         child = p
         p = p.parent
 
+    # Namespaces by brace matching over the text (robust to ERROR nodes), outermost first.
+    ns_names = []
+    for lo, hi, nm in ns_ranges:
+        if lo < fn.start_byte < hi:
+            if nm is None:
+                anonymous = True
+            else:
+                ns_names.extend(ns_macros.get(x, x) for x in _split_scope(nm))
+    scopes[:0] = ns_names
     written = cst.text_without_template_args(dname) if dname.type != "operator_name" else cst.collapse(
         cst.node_text(dname))
     if dname.type == "destructor_name" or dname.type == "operator_name":

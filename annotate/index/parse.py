@@ -255,3 +255,32 @@ def prepare_cuda(src: bytes, table: MacroTable | None = None) -> bytes:
     text, _ = blank_macros(src, table)
     text, _ = blank_unbalanced_conditionals(text)
     return text
+
+
+_NS_OR_BRACE = re.compile(rb"\bnamespace\b(?:[ \t\r\n]+([A-Za-z_][\w:]*))?[ \t\r\n]*\{|[{}]")
+
+
+def namespace_ranges(text: bytes) -> list[tuple[int, int, str | None]]:
+    """(open brace, close brace, name or None if anonymous) of every namespace block, found by
+    brace matching over the text with comments and strings blanked. Independent of the parse
+    tree, so a namespace stays right where tree-sitter closes it early after an ERROR."""
+    clean = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), text)
+    clean = re.sub(rb"^[ \t]*#[^\n]*", lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), clean, flags=re.M)
+    stack: list[tuple[int, str | None, bool]] = []
+    out = []
+    for m in _NS_OR_BRACE.finditer(clean):
+        tok = m.group(0)
+        if tok == b"}":
+            if stack:
+                pos, name, is_ns = stack.pop()
+                if is_ns:
+                    out.append((pos, m.end(), name))
+        elif tok == b"{":
+            stack.append((m.start(), None, False))
+        else:
+            name = m.group(1).decode() if m.group(1) else None
+            stack.append((m.end() - 1, name, True))
+    for pos, name, is_ns in stack:  # unclosed (truncated file): open to the end
+        if is_ns:
+            out.append((pos, len(text), name))
+    return sorted(out)
