@@ -5,7 +5,6 @@ indexed by the real index."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

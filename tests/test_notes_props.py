@@ -4,11 +4,10 @@ answer with Diagnostics, never an exception."""
 from __future__ import annotations
 
 import string
-from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotate.errors import Diagnostic
