@@ -143,7 +143,15 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
     except (YamlProblem, AttributeError):
         ok = False
     if not ok:
-        new_text, line = _insert_ruamel(text, lines, key)
+        try:
+            new_text, line = _insert_ruamel(text, lines, key)
+            check = load_yaml(new_text).data
+            ok = isinstance(check.get("functions"), dict) and key in check["functions"]
+        except Exception:
+            ok = False
+        if not ok:
+            raise AnnotateError(f"{api.display_path(config, target)}: cannot add the stub to this file's layout "
+                                "automatically", hint="paste it under `functions:` yourself:\n" + "\n".join(lines))
     _write(target, new_text)
     return NewResult(target, key, line, False)
 
