@@ -164,7 +164,8 @@ def mutations(draw):
                 "harness: !!python/object/apply:os.system ['true']", "harness: !custom x", "harness: !!binary aGk=",
                 "harness: !!set {a, b}", "<<: {x: 1}"])), 1)
         elif op == "badutf8":
-            return text.encode()[:50] + b"\xff\xfe\xc3" + text.encode()[50:]
+            raw = text.encode("utf-8", errors="surrogatepass")
+            return raw[:50] + b"\xff\xfe\xc3" + raw[50:]
         elif op == "indent":
             lines[i] = " " * draw(st.integers(1, 7)) + lines[i]
             text = "\n".join(lines)
