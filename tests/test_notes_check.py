@@ -356,3 +356,18 @@ def test_bad_utf8_position(tmp_config, index, root):
     f.write_bytes(f.read_bytes() + b"overview: caf\xe9\n")
     d = only(run_check(tmp_config, index, root), "encoding")
     assert (d.line, d.column) == (4, 14) and "0xe9" in d.message
+
+
+def test_bug_in_one_file_is_contained(tmp_config, index, root, monkeypatch):
+    from annotate.notes import api
+
+    def boom(body, at):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(api, "find_anchor", boom)
+    write_annotation(root, UP, "include/demo/other.cuh", f"upstream: {UP}\npath: include/demo/other.cuh\n"
+                     "functions:\n  demo::helper: {summary: fine}\n", config=tmp_config)
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    notes: [{at: x, text: y}]\n")
+    d = only(r, "internal")
+    assert d.file.endswith("norm.cuh.yaml") and d.line == 5 and "ZeroDivisionError" in d.message
+    assert r.counts()["functions"] == 2 and r.counts()["broken"] == 1
