@@ -175,11 +175,12 @@ class StaleExplainer:
 
 
 def run_check(config: Config, index, root: Path | None = None, *, refresh: bool = False,
-              explainer=None, known_harnesses: set[str] | None = None) -> CheckReport:
+              explainer=None, known_harnesses: set[str] | None = None,
+              only: list[Path] | None = None) -> CheckReport:
     t0 = time.perf_counter()
     if known_harnesses is None:
         known_harnesses = discover_harnesses(config)
-    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses)
+    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only)
     result = api.load(config, index, opts)
     refreshed = 0
     if refresh and result.refreshable:
