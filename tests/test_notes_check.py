@@ -371,3 +371,9 @@ def test_bug_in_one_file_is_contained(tmp_config, index, root, monkeypatch):
     d = only(r, "internal")
     assert d.file.endswith("norm.cuh.yaml") and d.line == 5 and "ZeroDivisionError" in d.message
     assert r.counts()["functions"] == 2 and r.counts()["broken"] == 1
+
+
+def test_two_entries_for_one_definition(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce: {}\n  demo::norm::warp_reduce@again: {}\n")
+    d = only(r, "duplicate-entry")
+    assert d.line == 6 and "line 5" in d.message

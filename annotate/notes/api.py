@@ -359,6 +359,18 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
             result.refreshable.append(refresh)
         result.outcomes.append(Outcome(disp, name, outcome, fn))
 
+    seen: dict[str, M.FunctionNote] = {}
+    for fn in notes:
+        if fn.symbol is None:
+            continue
+        first = seen.setdefault(fn.symbol.key, fn)
+        if first is not fn:
+            src = fn.source
+            diags.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
+                                    f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
+                                    file=disp, line=src.line if src else None, column=src.column if src else None,
+                                    code="duplicate-entry", symbol=fn.qualified_name,
+                                    detail="merge the two entries, or give each a `signature:` that picks a different definition"))
     overview = _text(head_doc.overview) if head_doc else None
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
     return M.AnnotationFile(file=disp, upstream=upstream, path=path, overview=overview,
