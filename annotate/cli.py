@@ -19,6 +19,7 @@ from annotate.errors import AnnotateError
 COMMAND_MODULES = [
     "annotate.fetch.cli",
     "annotate.index.cli",
+    "annotate.notes.cli",
 ]
 
 
