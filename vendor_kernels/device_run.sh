@@ -36,5 +36,6 @@ done
 echo "== runs"
 for k in $KERNELS; do
   python3 -m annotate run "$k"; echo "$k: exit $?"
+  # after each kernel, so that a run cut off at its time limit still returns what it has
+  tar czf "$OUT/results.tgz" -C "$ANNOTATE_CACHE_DIR" results $(cd "$ANNOTATE_CACHE_DIR" && ls builds/*/annotate-build.json builds/*/build.log 2>/dev/null)
 done
-tar czf "$OUT/results.tgz" -C "$ANNOTATE_CACHE_DIR" results $(cd "$ANNOTATE_CACHE_DIR" && ls builds/*/annotate-build.json builds/*/build.log 2>/dev/null)

@@ -30,6 +30,8 @@ def check_rows(record: dict) -> list[list[str]]:
 def timing_rows(record: dict) -> list[list[str]]:
     rows = []
     for t in record.get("timings", []):
+        if "kernel" not in t:  # cut short by a CUDA error
+            continue
         outs = t["check"].get("outputs") or []
         rel = max((o["rel_l2"] for o in outs if isinstance(o["rel_l2"], (int, float))), default=None)
         rate = f"{t['TFLOPs']:.1f} TFLOP/s" if t.get("bound") == "compute" else f"{t['GBps']:.0f} GB/s"
@@ -71,6 +73,8 @@ def print_record(record: dict, console=None) -> None:
         for row in timing_rows(record):
             t.add_row(*row)
         console.print(t)
+    if record.get("fatal"):
+        console.print(f"  [bold red]stopped by a CUDA error:[/] {record['fatal']}")
     status = "[green]PASSED[/]" if record["passed"] else "[bold red]FAILED[/]"
     console.print(f"  {status}; record: {record.get('_path', '')}")
 
@@ -106,6 +110,8 @@ def markdown_table(records: list[dict]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
         for t in r.get("timings", []):
+            if "kernel" not in t:
+                continue
             outs = t["check"].get("outputs") or []
             rel = max((o["rel_l2"] for o in outs), default=None)
             mab = max((o["max_abs"] for o in outs), default=None)

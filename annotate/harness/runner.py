@@ -109,8 +109,11 @@ def _check_once(spec: KernelSpec, ref, ext, shape: Shape, seed: int) -> dict:
     try:
         ref.launch(ext, shape, inputs, outputs, stream)
         torch.cuda.synchronize()
-    except RuntimeError as exc:
-        entry.update(passed=False, error=str(exc).strip().splitlines()[0])
+    except RuntimeError as exc:  # torch.AcceleratorError is a RuntimeError too
+        msg = str(exc).strip().splitlines()[0]
+        # A CUDA error (misaligned address, illegal access) poisons the context: nothing after
+        # it can run in this process, so the run stops here and records why.
+        entry.update(passed=False, error=msg, fatal="CUDA error" in msg or "cudaError" in msg)
         return entry
     want = ref.reference(shape, inputs)
     comps = [compare(name, outputs[name], w, tol) for name, w in want.items()]
@@ -142,8 +145,12 @@ def run_kernel(config: Config, spec: KernelSpec, opts: RunOptions,
     check_shapes, time_shapes = spec.select(opts.shapes)
     trials = opts.trials or spec.trials
 
+    device = device_info()  # before any launch: a CUDA error would make this fail
     checks = []
+    fatal = None
     for shape in check_shapes:
+        if fatal:
+            break
         for trial in range(trials):
             s = trial_seed(seed, spec.name, shape.name, trial)
             entry = _check_once(spec, ref, ext, shape, s)
@@ -158,11 +165,16 @@ def run_kernel(config: Config, spec: KernelSpec, opts: RunOptions,
                     if not c.passed:
                         log("    " + c.describe())
             checks.append(entry)
-        torch.cuda.empty_cache()
+            if entry.get("fatal"):
+                fatal = f"{shape.name}: {entry['error']}"
+                log(f"{spec.name}: stopping after a CUDA error ({fatal})")
+                break
+        if not fatal:
+            torch.cuda.empty_cache()
 
     timings = []
     peaks = None
-    if opts.do_time and time_shapes:
+    if opts.do_time and time_shapes and not fatal:
         peaks = measure_peaks()
         log(f"{spec.name}: device peaks: copy {peaks.copy_gbps:.0f} GB/s, bf16 matmul "
             f"{peaks.bf16_tflops:.0f} TFLOP/s")
@@ -171,6 +183,11 @@ def run_kernel(config: Config, spec: KernelSpec, opts: RunOptions,
             s = trial_seed(seed, spec.name, shape.name, 10_000)
             entry = _check_once(spec, ref, ext, shape, s)  # the timed output is verified too
             comps = entry.pop("_comparisons", [])
+            if entry.get("fatal"):
+                fatal = f"{shape.name}: {entry['error']}"
+                log(f"{spec.name}: stopping after a CUDA error ({fatal})")
+                timings.append({"shape": shape.name, "params": shape.params, "check": entry})
+                break
             if not entry["passed"]:
                 log(f"  time {shape.name}: MISMATCH " + (entry.get("error") or "; ".join(
                     c.describe() for c in comps if not c.passed)))
@@ -205,7 +222,7 @@ def run_kernel(config: Config, spec: KernelSpec, opts: RunOptions,
             del inputs, outputs
             torch.cuda.empty_cache()
 
-    passed = all(c["passed"] for c in checks) and all(t["check"]["passed"] for t in timings)
+    passed = not fatal and all(c["passed"] for c in checks) and all(t["check"]["passed"] for t in timings)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     record = {
         "schema": RECORD_SCHEMA,
@@ -218,7 +235,8 @@ def run_kernel(config: Config, spec: KernelSpec, opts: RunOptions,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seed": seed,
         "command": "annotate run " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["run"] else sys.argv[1:]),
-        "device": device_info(),
+        "device": device,
+        "fatal": fatal,
         "build": build.to_json(),
         "baseline": spec.baseline,
         "bound": spec.bound,

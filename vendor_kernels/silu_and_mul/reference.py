@@ -8,6 +8,9 @@ from annotate.harness import refs
 def make_inputs(shape, gen, device):
     dt = refs.torch_dtype(shape["dtype"])
     n, d = int(shape["tokens"]), int(shape["d"])
+    if (d * torch.tensor([], dtype=dt).element_size()) % 16:
+        raise ValueError(f"{shape.name}: d = {d} is not a whole number of 16-byte vectors; "
+                         "act_and_mul_kernel's vector loads would be misaligned")
     return {"x": refs.randn((n, 2 * d), dt, gen, device, scale=2.0)}
 
 
