@@ -125,6 +125,9 @@ def test_system_headers_missing_is_an_actionable_error(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "_nvidia_pip_include_dirs", lambda: [])
     fake_nvcc = tmp_path / "cuda" / "bin" / "nvcc"
     (tmp_path / "cuda" / "include").mkdir(parents=True)
+    (tmp_path / "cuda" / "include" / "cuda_runtime.h").write_text("")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
     with pytest.raises(AnnotateError, match="cublasLt.h") as exc:
         build.system_header_dirs(("cublasLt.h",), fake_nvcc)
     assert "nvidia-cublas" in exc.value.hint

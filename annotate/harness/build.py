@@ -70,6 +70,16 @@ def require_nvcc() -> Path:
     return nvcc
 
 
+def cuda_home(nvcc: Path | None) -> Path | None:
+    """The toolkit root (holding include/cuda_runtime.h). nvcc on PATH may be a wrapper outside
+    it (e.g. /usr/local/bin/nvcc), so look at $CUDA_HOME, nvcc's parent and /usr/local/cuda."""
+    cands = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    if nvcc is not None:
+        cands.append(nvcc.parent.parent)
+    cands.append(Path("/usr/local/cuda"))
+    return next((c for c in cands if (c / "include" / "cuda_runtime.h").is_file()), None)
+
+
 def nvcc_version(nvcc: Path) -> str:
     out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True).stdout
     m = re.search(r"release ([\d.]+), V([\d.]+)", out)
@@ -99,7 +109,8 @@ def system_header_dirs(headers: tuple[str, ...], nvcc: Path | None) -> list[Path
     The toolkit's include/ is searched first (nvcc finds it by itself); otherwise pip's NVIDIA
     packages (nvidia-cublas ships cublasLt.h), which a CUDA build of torch pulls in.
     """
-    toolkit = nvcc.parent.parent / "include" if nvcc else None
+    home = cuda_home(nvcc)
+    toolkit = home / "include" if home else None
     extra: list[Path] = []
     for header in headers:
         if toolkit and (toolkit / header).is_file():
@@ -391,7 +402,9 @@ def _build_with_torch(config, spec, arch, flags, name, bdir, nvcc, verbose) -> f
     incs = [str(src_dir)] + [str(p) for p in include_dirs(config, spec)]
     incs += [str(p) for p in system_header_dirs(spec.system_headers, nvcc)]
     log_file = bdir / "build.log"
-    os.environ.setdefault("CUDA_HOME", str(nvcc.parent.parent))
+    home = cuda_home(nvcc)
+    if home is not None:
+        os.environ.setdefault("CUDA_HOME", str(home))
     t0 = time.perf_counter()
     buf = io.StringIO()
     try:
@@ -442,7 +455,12 @@ class KernelResources:
                 if depth == 0:
                     n = n[:i]
                     break
-        return n if len(n) <= width else n[: width - 1] + "…"
+        if len(n) <= width:
+            return n
+        # Keep both ends: the kernel's name and its last template arguments (often the flags
+        # that tell instantiations apart, e.g. FA2's Is_even_MN / Is_even_K).
+        head = width * 3 // 5
+        return n[:head] + "…" + n[len(n) - (width - head - 1):]
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
