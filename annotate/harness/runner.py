@@ -7,7 +7,6 @@ NoGPUError, which the CLI prints as one line (exit 2).
 from __future__ import annotations
 
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from annotate.config import Config
-from annotate.errors import AnnotateError, NoGPUError
+from annotate.errors import NoGPUError
 from annotate.harness.spec import KernelSpec, Shape, load_reference
 
 RECORD_SCHEMA = 1
@@ -259,7 +258,3 @@ def build_only(config: Config, spec: KernelSpec, verbose: bool = False) -> dict:
     t0 = time.perf_counter()
     _, build = ensure_built(config, spec, gpu_arch(), verbose=verbose)
     return {"kernel": spec.name, "wall_s": round(time.perf_counter() - t0, 2), **build.to_json()}
-
-
-def env_summary() -> str:
-    return f"python {platform.python_version()}, MAX_JOBS={os.environ.get('MAX_JOBS', '')}"
