@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from annotate.config import Config
+from annotate.config import REPO_ROOT, Config
 from annotate.errors import AnnotateError
 from annotate.harness import build
 from annotate.harness.spec import load_spec
@@ -165,3 +165,60 @@ def test_cached_build_dir_is_keyed_per_kernel(tmp_path):
     spec = load_spec(cfg, "toy")
     files = build.staged_files(spec)
     assert "instantiation.h" in files and "annotate_launcher.h" in files
+
+
+# ---- nvcc on a toy harness (no pins needed): the compile-only route end to end ---------------
+TOY_KERNEL = r"""
+#include "instantiation.h"
+#include "annotate_launcher.h"
+template <int N>
+__global__ void toy_kernel(float* out) {
+  __shared__ float tile[N];
+  tile[threadIdx.x % N] = threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = tile[(threadIdx.x + 1) % N] * ANNOTATE_SCALE;
+}
+template __global__ void toy_kernel<ANNOTATE_N>(float*);
+"""
+
+
+def _toy(tmp_path, source: str):
+    spec = {"name": "toy", "upstream": "flashinfer", "sources": ["launcher.cu"], "binding": "binding.cpp",
+            "instantiate": {"N": 64, "SCALE": "2.0f"}, "dtypes": ["float16"],
+            "tolerance": {"float16": {"rel_l2": 1e-3, "max_abs": 1e-2}}, "check": [{"name": "a"}]}
+    root = tmp_path / "vendor_kernels"
+    folder = make_kernel(root, spec)
+    (folder / "launcher.cu").write_text(source)
+    (root / "upstreams.yaml").write_text((REPO_ROOT / "vendor_kernels" / "upstreams.yaml").read_text())
+    cfg = dataclasses.replace(Config.load(environ={}, cache_dir=tmp_path / "cache"), repo_root=root.parent)
+    return cfg, load_spec(cfg, "toy")
+
+
+@pytest.mark.nvcc
+def test_compile_only_reports_real_ptxas_resources(tmp_path):
+    if build.find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    cfg, spec = _toy(tmp_path, TOY_KERNEL)
+    res = build.compile_only(cfg, spec, arch="90")
+    assert len(res.kernels) == 1
+    k = res.kernels[0]
+    assert "toy_kernel<64>" in k.name or "toy_kernel" in k.mangled
+    assert k.registers > 0 and k.smem_static == 64 * 4 and k.stack == 0 and k.spill_stores == 0
+    assert k.arch == "sm_90"
+    # the build directory is keyed: same inputs -> same folder, another arch -> another
+    again = build.compile_only(cfg, spec, arch="90")
+    other = build.compile_only(cfg, spec, arch="80")
+    assert again.directory == res.directory != other.directory
+
+
+@pytest.mark.nvcc
+def test_compile_failure_shows_first_errors_and_the_generated_file(tmp_path):
+    if build.find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    cfg, spec = _toy(tmp_path, TOY_KERNEL.replace("__syncthreads();", "__syncthreads()  // missing ;\n  int = ;"))
+    with pytest.raises(AnnotateError) as exc:
+        build.compile_only(cfg, spec, arch="90")
+    err = exc.value
+    assert "compiling toy failed" in err.message and "error" in err.message
+    assert "launcher.cu" in err.message  # nvcc names the staged file and line
+    assert "generated sources:" in err.hint and str(cfg.builds_dir()) in err.hint

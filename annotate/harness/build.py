@@ -274,6 +274,7 @@ def stage_sources(spec: KernelSpec, src_dir: Path) -> dict[str, Path]:
 # Compile errors
 # ---------------------------------------------------------------------------------------------
 _ERROR_RE = re.compile(r"(error|Error|fatal)[: ]")
+_SUMMARY_RE = re.compile(r"\d+ errors? detected in the compilation")
 
 
 def first_errors(log: str, limit: int = 8) -> list[str]:
@@ -282,8 +283,7 @@ def first_errors(log: str, limit: int = 8) -> list[str]:
     out: list[str] = []
     for i, line in enumerate(lines):
         if _ERROR_RE.search(line) and not line.startswith(("FAILED:", "ninja: build stopped")) \
-                and "Error building extension" not in line and "error(s) detected" not in line \
-                and "errors detected" not in line:
+                and "Error building extension" not in line and not _SUMMARY_RE.search(line):
             text = line.strip()
             if i + 1 < len(lines) and lines[i + 1].strip() and not _ERROR_RE.search(lines[i + 1]):
                 text += "\n      " + lines[i + 1].strip()
