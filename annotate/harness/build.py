@@ -394,6 +394,10 @@ def _build_with_torch(config, spec, arch, flags, name, bdir, nvcc, verbose) -> f
     import io
     import contextlib
 
+    # cpp_extension reads CUDA_HOME when it is first imported: set it before that.
+    home = cuda_home(nvcc)
+    if home is not None:
+        os.environ.setdefault("CUDA_HOME", str(home))
     from torch.utils import cpp_extension
 
     src_dir = bdir / "src"
@@ -402,9 +406,6 @@ def _build_with_torch(config, spec, arch, flags, name, bdir, nvcc, verbose) -> f
     incs = [str(src_dir)] + [str(p) for p in include_dirs(config, spec)]
     incs += [str(p) for p in system_header_dirs(spec.system_headers, nvcc)]
     log_file = bdir / "build.log"
-    home = cuda_home(nvcc)
-    if home is not None:
-        os.environ.setdefault("CUDA_HOME", str(home))
     t0 = time.perf_counter()
     buf = io.StringIO()
     try:
