@@ -24,8 +24,10 @@ RECORD_SCHEMA = 1
 def require_gpu() -> None:
     try:
         import torch
-    except ImportError:
-        raise NoGPUError("no GPU here: torch is not installed, so nothing can run on a CUDA device "
+    except ImportError as exc:
+        why = "torch is not installed" if isinstance(exc, ModuleNotFoundError) else \
+            f"torch cannot be imported ({str(exc).splitlines()[0]})"
+        raise NoGPUError(f"no GPU here: {why}, so nothing can run on a CUDA device "
                          "(use --compile-only to compile with nvcc alone)") from None
     if not torch.cuda.is_available():
         raise NoGPUError("no CUDA GPU is visible on this machine (torch.cuda.is_available() is False); "
