@@ -165,6 +165,18 @@ class Config:
         """Test fixtures the notes stage derives (e.g. an older release's headers for drift)."""
         return self.cache_dir / "notes" / "fixtures"
 
+    def build_dir(self, kernel: str, key: str) -> Path:
+        """One JIT build of a harness kernel; `key` comes from annotate.harness.build.build_key."""
+        return self.builds_dir() / f"{kernel}-{key[:16]}"
+
+    def result_record(self, kernel: str, stamp: str) -> Path:
+        """The JSON record of one `annotate run KERNEL` (stamp: UTC time, sortable)."""
+        return self.results_dir() / kernel / f"{stamp}.json"
+
+    def committed_result(self, kernel: str) -> Path:
+        """The record committed to the repository for the site (vendor_kernels/results/)."""
+        return self.kernels_dir / "results" / f"{kernel}.json"
+
     def tmp_dir(self) -> Path:
         """Scratch space on the same file system as the cache, so renames are atomic."""
         return self.cache_dir / "tmp"

@@ -19,6 +19,7 @@ MIRRORS = {
     "flashinfer": Path("/work/.mirror/flashinfer-ai+flashinfer/repo"),
     "flash-attention": Path("/work/.mirror/Dao-AILab+flash-attention/repo"),
     "cutlass": Path("/work/.mirror/NVIDIA+cutlass/repo"),
+    "cccl": Path("/work/.mirror/NVIDIA+cccl/repo"),
 }
 
 
@@ -34,7 +35,8 @@ def test_archive_route_fetches_both_pins_and_every_file_matches_the_lock(tmp_pat
 
     fi = recs["flashinfer"]
     assert fi.route == "archive" and fi.verified == "full" and fi.missing == ()
-    assert fi.files == len(expected_files(cfg, ups["flashinfer"])) == 818
+    # 818 files of FlashInfer's own + 1993 headers of its vendored CCCL (3rdparty/cccl)
+    assert fi.files == len(expected_files(cfg, ups["flashinfer"])) == 818 + 1993
 
     fa = recs["flash-attention"]
     assert fa.route == "archive" and fa.verified == "partial"
@@ -64,4 +66,5 @@ def test_git_route_through_url_overrides_to_local_snapshots(tmp_path):
     for name, rec in recs.items():
         assert rec.route == "git" and rec.verified == "full" and rec.missing == (), name
     assert recs["flash-attention"].submodules[0].files == 771
+    assert recs["flashinfer"].submodules[0].files == 1993
     verify_fetched(cfg, progress=False)

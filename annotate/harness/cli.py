@@ -1,0 +1,127 @@
+"""`annotate run`: the kernel harnesses on the command line.
+
+Imports nothing heavy at module level: torch, rich and the build machinery load inside the
+handler, so `annotate --help` and `annotate run --list` work anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from annotate.config import Config
+from annotate.errors import UsageError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="JIT-compile an upstream kernel unmodified, verify it and time it",
+        description="Build a harness from vendor_kernels/KERNEL (the pinned upstream headers, "
+                    "unmodified), check it against a float64 reference on fresh random inputs "
+                    "and time it against the device's measured peaks and PyTorch.")
+    p.add_argument("kernel", nargs="?", help="harness name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the harnesses")
+    p.add_argument("--json", action="store_true", help="print the result record as JSON")
+    p.add_argument("--shapes", help="comma-separated shape names from the spec (default: all)")
+    p.add_argument("--seed", type=int, help="base seed (printed by every run) to replay inputs")
+    p.add_argument("--trials", type=int, help="random trials per check shape (default: the spec's)")
+    p.add_argument("--no-time", action="store_true", help="verify only")
+    p.add_argument("--compile-only", action="store_true",
+                   help="compile with nvcc alone (no GPU needed) and print registers, shared "
+                        "memory, stack and spills per kernel")
+    p.add_argument("--build-only", action="store_true",
+                   help="JIT-build the torch extension (GPU machine) and stop")
+    p.add_argument("--arch", default=None,
+                   help="target for --compile-only, e.g. 90, 90a, 80 (default 90; a GPU run uses the device's)")
+    p.add_argument("--verbose", action="store_true", help="show the build's compiler output")
+    p.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace, config: Config) -> int:
+    from annotate.harness.spec import load_spec, load_specs
+
+    if args.list:
+        return _list(config, args.json)
+    if not args.kernel:
+        raise UsageError("name a kernel (or --list)", hint="annotate run --list")
+    spec = load_spec(config, args.kernel)
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()] if args.shapes else None
+    if shapes:
+        spec.select(shapes)  # unknown names -> UsageError before any work
+
+    if args.compile_only:
+        from annotate.harness.build import compile_only
+        from annotate.harness.results import compile_only_json, print_compile_only
+
+        result = compile_only(config, spec, arch=args.arch or "90")
+        if args.json:
+            print(json.dumps(compile_only_json(result), indent=1))
+        else:
+            print_compile_only(result)
+        return 0
+
+    from annotate.harness.runner import RunOptions, build_only, run_kernel
+
+    if args.build_only:
+        info = build_only(config, spec, verbose=args.verbose)
+        print(json.dumps(info) if args.json else
+              f"{spec.name}: {'cache hit' if info['cached'] else 'built'} in {info['wall_s']} s -> {info['directory']}")
+        return 0
+
+    record = run_kernel(config, spec, RunOptions(shapes=shapes, seed=args.seed, do_time=not args.no_time,
+                                                 trials=args.trials, verbose=args.verbose))
+    if args.json:
+        print(json.dumps(record, indent=1, default=str))
+    else:
+        from annotate.harness.results import print_record
+
+        print_record(record)
+    if not record["passed"]:
+        worst = _worst(record)
+        print(f"annotate: {spec.name}: verification FAILED{': ' + worst if worst else ''} "
+              f"(replay with --seed {record['seed']})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _worst(record: dict) -> str:
+    entries = list(record.get("checks", [])) + [t["check"] for t in record.get("timings", [])]
+    for e in entries:
+        if e.get("passed"):
+            continue
+        if e.get("error"):
+            return f"{e['shape']}: {e['error']}"
+        for o in e.get("outputs", []):
+            if not o["passed"]:
+                idx = ", ".join(str(i) for i in o["worst_index"])
+                return (f"{e['shape']} (seed {e['seed']}): {o['output']}[{idx}] = {o['worst_got']} "
+                        f"vs {o['worst_want']}; rel_l2 {o['rel_l2']}, max_abs {o['max_abs']}"
+                        + (f", {o['nonfinite']} NaN/inf" if o["nonfinite"] else ""))
+    return ""
+
+
+def _list(config: Config, as_json: bool) -> int:
+    from annotate.harness.spec import load_specs
+
+    specs = load_specs(config)
+    if as_json:
+        print(json.dumps([{"name": s.name, "title": s.title, "upstream": s.upstream,
+                           "symbols": list(s.symbols), "dtypes": list(s.dtypes),
+                           "check": [c.name for c in s.check], "time": [t.name for t in s.time]}
+                          for s in specs], indent=1))
+        return 0
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is a dependency, keep --list usable anyway
+        for s in specs:
+            print(f"{s.name:16} {s.upstream:16} {', '.join(s.symbols)}")
+        return 0
+    t = Table(title="kernel harnesses (vendor_kernels/)")
+    for col in ("name", "upstream", "runs", "dtypes", "shapes (check/time)"):
+        t.add_column(col, overflow="fold")
+    for s in specs:
+        t.add_row(s.name, s.upstream, "\n".join(s.symbols), ", ".join(s.dtypes), f"{len(s.check)}/{len(s.time)}")
+    Console().print(t)
+    return 0

@@ -1,0 +1,273 @@
+"""Kernel specs: `vendor_kernels/<kernel>/spec.yaml` loaded into read-only objects.
+
+A spec names the upstream symbols a harness runs, how the launcher instantiates them, the
+shapes to check and to time, the tolerance per dtype and the PyTorch baseline. Only PyYAML is
+needed here, so `annotate run --list` works on the GPU machines and without torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+
+from annotate.config import Config
+from annotate.errors import AnnotateError, UsageError
+
+SPEC_FILE = "spec.yaml"
+REFERENCE_FILE = "reference.py"
+COMMON_DIR = "common"  # vendor_kernels/common: headers shared by every launcher and binding
+# Functions every reference.py defines (see docs/harness.md).
+REFERENCE_API = ("make_inputs", "make_outputs", "launch", "reference", "baseline", "cost")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rel_l2: float  # ||got - want||_2 / ||want||_2
+    max_abs: float  # max |got - want|
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    params: dict  # everything but the name: variant, sizes, dtype ...
+
+    def get(self, key: str, default=None):
+        return self.params.get(key, default)
+
+    def __getitem__(self, key: str):
+        try:
+            return self.params[key]
+        except KeyError:
+            raise AnnotateError(f"shape '{self.name}' has no '{key}'") from None
+
+    def label(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Include:
+    """An include directory inside an upstream checkout (e.g. flashinfer:include)."""
+
+    upstream: str
+    path: str
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    title: str
+    folder: Path
+    upstream: str
+    symbols: tuple[str, ...]  # the kernels the learner reads (qualified names)
+    launchers: tuple[str, ...]  # the upstream host functions the launcher calls
+    sources: tuple[str, ...]  # .cu files compiled by nvcc, relative to folder
+    binding: str  # the torch binding (.cpp), relative to folder
+    headers: tuple[str, ...]  # kernel-local headers (.h/.cuh) the sources include
+    includes: tuple[Include, ...]
+    system_headers: tuple[str, ...]  # CUDA library headers the upstream code includes
+    torch_headers: bool  # the .cu needs torch's c10/ATen CUDA headers (FA2's flash.h)
+    std: str
+    defines: dict
+    nvcc_flags: tuple[str, ...]
+    instantiate: dict  # NAME -> C++ text, written to instantiation.h as ANNOTATE_<NAME>
+    dtypes: tuple[str, ...]
+    tolerance: dict  # dtype name -> Tolerance
+    bound: str  # "memory" | "compute": which peak the headline % uses
+    baseline: str  # the PyTorch equivalent, in words
+    trials: int
+    check: tuple[Shape, ...]
+    time: tuple[Shape, ...]
+    notes: str = ""
+    _raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def spec_file(self) -> Path:
+        return self.folder / SPEC_FILE
+
+    @property
+    def reference_file(self) -> Path:
+        return self.folder / REFERENCE_FILE
+
+    def source_files(self) -> list[Path]:
+        """Every file of this harness that goes into a build (the cache key hashes them)."""
+        files = [self.folder / s for s in (*self.sources, self.binding, *self.headers)]
+        common = self.folder.parent / COMMON_DIR
+        if common.is_dir():
+            files += sorted(p for p in common.iterdir() if p.is_file())
+        return files
+
+    def tolerance_for(self, dtype: str) -> Tolerance:
+        if dtype not in self.tolerance:
+            raise AnnotateError(f"{self.spec_file}: no tolerance for dtype '{dtype}'")
+        return self.tolerance[dtype]
+
+    def shapes(self, which: str) -> tuple[Shape, ...]:
+        return self.check if which == "check" else self.time
+
+    def select(self, names: list[str] | None) -> tuple[tuple[Shape, ...], tuple[Shape, ...]]:
+        """The check and time shapes named in `names` (all when None); unknown names -> UsageError."""
+        if not names:
+            return self.check, self.time
+        known = {s.name for s in (*self.check, *self.time)}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UsageError(f"{self.name}: unknown shape(s): {', '.join(unknown)}",
+                             hint="known shapes: " + ", ".join(sorted(known)))
+        wanted = set(names)
+        return (tuple(s for s in self.check if s.name in wanted),
+                tuple(s for s in self.time if s.name in wanted))
+
+
+def _shape_list(raw, where: str, defaults: dict) -> tuple[Shape, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise AnnotateError(f"{where}: expected a list of shapes")
+    out, seen = [], set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or "name" not in item:
+            raise AnnotateError(f"{where}[{i}]: each shape is a mapping with a 'name'")
+        name = str(item["name"])
+        if name in seen:
+            raise AnnotateError(f"{where}: duplicate shape name '{name}'")
+        seen.add(name)
+        params = dict(defaults)
+        params.update({k: v for k, v in item.items() if k != "name"})
+        out.append(Shape(name=name, params=params))
+    return tuple(out)
+
+
+def _str_tuple(d: dict, key: str, where: str, required: bool = False) -> tuple[str, ...]:
+    val = d.get(key)
+    if val is None:
+        if required:
+            raise AnnotateError(f"{where}: missing key '{key}'")
+        return ()
+    if isinstance(val, str):
+        return (val,)
+    if not isinstance(val, list) or not all(isinstance(v, str) for v in val):
+        raise AnnotateError(f"{where}: '{key}' must be a string or a list of strings")
+    return tuple(val)
+
+
+def parse_spec(raw: object, folder: Path) -> KernelSpec:
+    """Validate one spec mapping. Errors name the file and the key."""
+    where = str(folder / SPEC_FILE)
+    if not isinstance(raw, dict):
+        raise AnnotateError(f"{where}: expected a mapping")
+    for key in ("name", "upstream", "sources", "binding", "dtypes", "tolerance", "check"):
+        if key not in raw:
+            raise AnnotateError(f"{where}: missing key '{key}'")
+    name = str(raw["name"])
+    if name != folder.name:
+        raise AnnotateError(f"{where}: name '{name}' differs from its folder '{folder.name}'")
+    tol: dict[str, Tolerance] = {}
+    for dtype, t in (raw.get("tolerance") or {}).items():
+        try:
+            tol[str(dtype)] = Tolerance(rel_l2=float(t["rel_l2"]), max_abs=float(t["max_abs"]))
+        except (TypeError, KeyError, ValueError):
+            raise AnnotateError(f"{where}: tolerance.{dtype} needs numbers rel_l2 and max_abs") from None
+    dtypes = _str_tuple(raw, "dtypes", where, required=True)
+    missing = [d for d in dtypes if d not in tol]
+    if missing:
+        raise AnnotateError(f"{where}: no tolerance for dtype(s) {', '.join(missing)}")
+    includes = []
+    for inc in _str_tuple(raw, "includes", where):
+        up, sep, path = inc.partition(":")
+        if not sep:
+            raise AnnotateError(f"{where}: include '{inc}' must be UPSTREAM:PATH")
+        includes.append(Include(upstream=up, path=path.strip("/")))
+    bound = str(raw.get("bound", "memory"))
+    if bound not in ("memory", "compute"):
+        raise AnnotateError(f"{where}: bound must be 'memory' or 'compute', not '{bound}'")
+    std = str(raw.get("std", "c++17"))
+    defaults = {"dtype": dtypes[0]}
+    check = _shape_list(raw.get("check"), f"{where}: check", defaults)
+    time = _shape_list(raw.get("time"), f"{where}: time", defaults)
+    for s in (*check, *time):
+        if s.params["dtype"] not in dtypes:
+            raise AnnotateError(f"{where}: shape '{s.name}' uses dtype '{s.params['dtype']}' "
+                                f"not in dtypes {list(dtypes)}")
+    clash = {s.name for s in check} & {s.name for s in time}
+    for n in clash:
+        a = next(s for s in check if s.name == n)
+        b = next(s for s in time if s.name == n)
+        if a.params != b.params:
+            raise AnnotateError(f"{where}: shape '{n}' is listed in check and time with different sizes")
+    spec = KernelSpec(
+        name=name,
+        title=str(raw.get("title", name)),
+        folder=folder,
+        upstream=str(raw["upstream"]),
+        symbols=_str_tuple(raw, "symbols", where),
+        launchers=_str_tuple(raw, "launchers", where),
+        sources=_str_tuple(raw, "sources", where, required=True),
+        binding=str(raw["binding"]),
+        headers=_str_tuple(raw, "headers", where),
+        includes=tuple(includes),
+        system_headers=_str_tuple(raw, "system_headers", where),
+        torch_headers=bool(raw.get("torch_headers", False)),
+        std=std,
+        defines={str(k): ("" if v is None else str(v)) for k, v in (raw.get("defines") or {}).items()},
+        nvcc_flags=_str_tuple(raw, "nvcc_flags", where),
+        instantiate={str(k): str(v) for k, v in (raw.get("instantiate") or {}).items()},
+        dtypes=dtypes,
+        tolerance=tol,
+        bound=bound,
+        baseline=str(raw.get("baseline", "")),
+        trials=int(raw.get("trials", 2)),
+        check=check,
+        time=time,
+        notes=str(raw.get("notes", "")),
+        _raw=raw,
+    )
+    for rel in (*spec.sources, spec.binding, *spec.headers):
+        if not (folder / rel).is_file():
+            raise AnnotateError(f"{where}: '{rel}' does not exist in {folder}")
+    return spec
+
+
+def kernel_names(config: Config) -> list[str]:
+    """Every folder under vendor_kernels/ that holds a spec.yaml, sorted."""
+    root = config.kernels_dir
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / SPEC_FILE).is_file())
+
+
+def load_spec(config: Config, name: str) -> KernelSpec:
+    folder = config.kernels_dir / name
+    path = folder / SPEC_FILE
+    if not path.is_file():
+        raise UsageError(f"unknown kernel '{name}'",
+                         hint="known kernels: " + (", ".join(kernel_names(config)) or "(none)"))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise AnnotateError(f"{path}: invalid YAML: {exc}") from None
+    return parse_spec(raw, folder)
+
+
+def load_specs(config: Config) -> list[KernelSpec]:
+    return [load_spec(config, n) for n in kernel_names(config)]
+
+
+def load_reference(spec: KernelSpec) -> ModuleType:
+    """Import the kernel's reference.py (it imports torch: call this only when running)."""
+    path = spec.reference_file
+    if not path.is_file():
+        raise AnnotateError(f"{path}: missing (every harness has a reference.py)")
+    mod_name = f"annotate_kernels_{spec.name}_reference"
+    mspec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(mspec)
+    sys.modules[mod_name] = module
+    mspec.loader.exec_module(module)
+    missing = [f for f in REFERENCE_API if not callable(getattr(module, f, None))]
+    if missing:
+        raise AnnotateError(f"{path}: missing function(s) {', '.join(missing)}")
+    return module
