@@ -28,6 +28,7 @@ class Submodule:
     paths: tuple[str, ...]
     lock: str
     web: str = ""
+    index: bool = True  # false for build-only dependencies the reader never needs (CCCL)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,13 @@ class Upstream:
     @property
     def short(self) -> str:
         return self.commit[:12]
+
+    def index_paths(self) -> list[str]:
+        """Paths (relative to the checkout root) the index reads: the pin's own sparse paths and
+        those of every submodule that is not build-only."""
+        own = [p.rstrip("/") for p in self.paths]
+        subs = [f"{s.path}/{p.rstrip('/')}" for s in self.submodules if s.index for p in s.paths]
+        return own + subs
 
     def commit_url(self) -> str:
         return f"{self.web}/tree/{self.commit}" if self.web else ""
@@ -84,7 +92,7 @@ def load_upstreams(config: Config) -> dict[str, Upstream]:
                 name=_require(s, "name", where), path=_require(s, "path", where).strip("/"),
                 url=_require(s, "url", where), commit=_require(s, "commit", where),
                 paths=tuple(_require(s, "paths", where)), lock=_require(s, "lock", where),
-                web=s.get("web", ""),
+                web=s.get("web", ""), index=bool(s.get("index", True)),
             )
             for s in d.get("submodules") or []
         )

@@ -412,7 +412,11 @@ def load_index(config: Config, upstreams: list[str] | None = None, progress: boo
     files, stats = {}, {}
     lock_file = config.lock_path("index")
     lock_file.parent.mkdir(parents=True, exist_ok=True)
+    from annotate.upstreams import load_upstreams
+
+    pins = load_upstreams(config)
     with FileLock(str(lock_file)):
         for up, root in roots.items():
-            files[up], stats[up] = build_upstream(up, root, None, config=config, progress=progress)
+            paths = [p for p in pins[up].index_paths() if (root / p).exists()]
+            files[up], stats[up] = build_upstream(up, root, paths, config=config, progress=progress)
     return Index(files, roots, stats)
