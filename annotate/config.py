@@ -128,6 +128,10 @@ class Config:
     def results_dir(self) -> Path:
         return self.cache_dir / "results"
 
+    def site_cache_dir(self) -> Path:
+        """The site builder's content-keyed cache (highlighted tokens per file content)."""
+        return self.cache_dir / "site"
+
     def tmp_dir(self) -> Path:
         """Scratch space on the same file system as the cache, so renames are atomic."""
         return self.cache_dir / "tmp"

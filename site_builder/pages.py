@@ -1,0 +1,466 @@
+"""Index + annotations -> page plans (`model.FilePlan`, `IndexPage`, `CoursePage`) and the
+search index data. Runs in the main process; no source text, no markup (Markdown is
+rendered by `site_builder.markdown`, which sanitises it).
+
+The annotation objects come from `annotate.notes` (FunctionNote, Course, ...); this module
+reads them through the documented attributes only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from site_builder import graph, names
+from site_builder.facts import fact_style
+from site_builder.highlight import language_of
+from site_builder.markdown import plain_text, render_markdown
+from site_builder.model import (
+    CallNote,
+    CodeLink,
+    CourseLink,
+    CoursePage,
+    CourseStepView,
+    CourseView,
+    Coverage,
+    Crumb,
+    FactMark,
+    FilePlan,
+    FileRow,
+    FunctionView,
+    IndexPage,
+    InlineNoteView,
+    LegendEntry,
+    Link,
+    MemoryView,
+    NoteView,
+    TextView,
+    UpstreamView,
+    XRef,
+)
+
+
+@dataclass
+class SiteContext:
+    """What every plan needs, computed once per build from the index and the annotations."""
+
+    index: Any  # annotate.index.api.Index
+    annotations: Any  # annotate.notes.api.AnnotationSet (or None: no notes at all)
+    upstreams: dict  # name -> annotate.upstreams.Upstream
+    rendered: dict[tuple[str, str], Any] = field(default_factory=dict)  # (up, path) -> FileIndex
+    symbols: dict[str, Any] = field(default_factory=dict)  # Symbol.key -> Symbol (rendered files)
+    all_symbols: dict[str, Any] = field(default_factory=dict)  # Symbol.key -> Symbol (whole index)
+    callers: dict[str, list] = field(default_factory=lambda: defaultdict(list))  # callee key -> edges
+    calls: dict[str, list] = field(default_factory=lambda: defaultdict(list))  # caller key -> edges
+    notes: dict[str, Any] = field(default_factory=dict)  # Symbol.key -> FunctionNote
+    courses: dict[str, Any] = field(default_factory=dict)  # course id -> Course
+    file_overviews: dict[tuple[str, str], Any] = field(default_factory=dict)
+    file_diagnostics: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+def rendered_paths(index, upstreams: dict, only: list[str] | None = None) -> dict[tuple[str, str], Any]:
+    """The files the site shows: under an upstream's `render` paths, C/CUDA or Python."""
+    out = {}
+    for name in index.upstreams():
+        up = upstreams.get(name)
+        if up is None or (only and name not in only):
+            continue
+        for fi in index.files(name):
+            if language_of(fi.path) and any(fi.path.startswith(r) for r in up.render):
+                out[(name, fi.path)] = fi
+    return dict(sorted(out.items()))
+
+
+def make_context(index, annotations, upstreams: dict, only: list[str] | None = None) -> SiteContext:
+    ctx = SiteContext(index=index, annotations=annotations, upstreams=upstreams)
+    ctx.rendered = rendered_paths(index, upstreams, only)
+    for fi in index.files():
+        for s in fi.symbols:
+            ctx.all_symbols[s.key] = s
+            if (fi.upstream, fi.path) in ctx.rendered:
+                ctx.symbols[s.key] = s
+        for e in fi.edges:
+            ctx.calls[e.caller].append(e)
+            for ck in e.callees:
+                ctx.callers[ck].append(e)
+    if annotations is not None:
+        for s in ctx.symbols.values():
+            note = annotations.for_symbol(s)
+            if note is not None:
+                ctx.notes[s.key] = note
+        for c in getattr(annotations, "courses", None) or ():
+            ctx.courses[c.id] = c
+        for af in getattr(annotations, "files", None) or ():
+            up, path = getattr(af, "upstream", None), getattr(af, "path", None)
+            if up and path and getattr(af, "overview", None):
+                ctx.file_overviews[(up, path)] = af.overview
+        for d in getattr(annotations, "diagnostics", None) or ():
+            where = _diagnostic_target(d, ctx)
+            if where:
+                ctx.file_diagnostics[where].append(_diagnostic_text(d))
+    return ctx
+
+
+def _diagnostic_target(d, ctx: SiteContext) -> tuple[str, str] | None:
+    f = (getattr(d, "file", None) or "").replace("\\", "/")
+    if f.endswith(".yaml"):
+        f = f[: -len(".yaml")]
+    for up, path in ctx.rendered:
+        if f.endswith(f"{up}/{path}"):
+            return up, path
+    return None
+
+
+def _diagnostic_text(d) -> str:
+    where = f"line {d.line}: " if getattr(d, "line", None) else ""
+    sym = f" [{d.symbol}]" if getattr(d, "symbol", None) else ""
+    return f"{d.severity}: {where}{d.message}{sym}"
+
+
+# ---- text --------------------------------------------------------------------------------
+
+def text_view(t) -> TextView | None:
+    """Annotation Text (`.en`, `.zh`) or a bare string -> rendered TextView."""
+    if t is None:
+        return None
+    en = t if isinstance(t, str) else getattr(t, "en", None)
+    zh = None if isinstance(t, str) else getattr(t, "zh", None)
+    if not en and not zh:
+        return None
+    return TextView(render_markdown(en), render_markdown(zh) if zh else None)
+
+
+def _text_plain(t) -> str:
+    if t is None:
+        return ""
+    return plain_text(t if isinstance(t, str) else getattr(t, "en", "") or "")
+
+
+# ---- links -------------------------------------------------------------------------------
+
+def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = None) -> Link:
+    """A link to a function's heading, or plain text when its file is not on the site."""
+    sym = ctx.all_symbols.get(key)
+    lab = label or (sym.qualified_name if sym else names.split_key(key)[1])
+    if key in ctx.symbols:
+        page, anchor = names.symbol_href_target(key)
+        return Link(lab, names.rel_href(from_page, page, anchor), f"{sym.path}:{sym.start_line}")
+    where = f"{sym.path}:{sym.start_line} (not rendered)" if sym else "unresolved"
+    return Link(lab, None, where)
+
+
+def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
+    """A course reference "upstream:path" or "upstream:qualified_name" -> Link."""
+    up, _, rest = ref.partition(":")
+    if not rest:
+        up, rest = "", ref
+    if (up, rest) in ctx.rendered:
+        return Link(rest, names.rel_href(from_page, names.source_page(up, rest)), ref)
+    try:
+        found = ctx.index.find(rest, upstream=up or None)
+    except Exception:  # an unknown name is plain text, never a dead link
+        found = []
+    for s in found:
+        if s.key in ctx.symbols:
+            return symbol_link(ctx, from_page, s.key, label=s.qualified_name)
+    return Link(ref, None, "not found in the index")
+
+
+def note_digest(ctx: SiteContext, upstream: str, path: str) -> str:
+    """What the annotations contribute to one source page, as a short digest (part of its
+    key). Everything else on the page derives from the index, whose key covers it."""
+    import hashlib
+
+    fi = ctx.rendered[(upstream, path)]
+    page = names.source_page(upstream, path)
+    parts = [repr(text_view(ctx.file_overviews.get((upstream, path)))),
+             repr(ctx.file_diagnostics.get((upstream, path), ()))]
+    for s in fi.symbols:
+        note = ctx.notes.get(s.key)
+        if note is not None:
+            parts.append(s.key)
+            parts.append(repr(_note_view(ctx, page, s, note)))
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+# ---- file plans --------------------------------------------------------------------------
+
+def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
+    fi = ctx.rendered[(upstream, path)]
+    up = ctx.upstreams[upstream]
+    page = names.source_page(upstream, path)
+    symbols = sorted(fi.symbols, key=lambda s: (s.start_line, -s.end_line))
+    edges_by_caller: dict[str, list] = defaultdict(list)
+    for e in fi.edges:
+        edges_by_caller[e.caller].append(e)
+    facts_by_symbol: dict[str, list] = defaultdict(list)
+    for f in fi.facts:
+        facts_by_symbol[f.symbol].append(f)
+
+    functions = []
+    for s in symbols:
+        functions.append(_function_view(ctx, page, up, s, edges_by_caller.get(s.key, []),
+                                        facts_by_symbol.get(s.key, [])))
+
+    links = []
+    for e in fi.edges:
+        target = next((k for k in e.callees if k in ctx.symbols), None)
+        if target is None:
+            continue
+        tpage, anchor = names.symbol_href_target(target)
+        name = _called_identifier(e.callee_name)
+        links.append(CodeLink(e.line, e.column, name, names.rel_href(page, tpage, anchor), e.callee_name))
+    links.sort(key=lambda c: (c.line, c.column))
+
+    facts = tuple(sorted((m for fv in functions for m in fv.facts), key=lambda m: (m.line, m.kind)))
+    legend_count: dict[str, int] = defaultdict(int)
+    for m in facts:
+        legend_count[m.kind] += 1
+    legend = tuple(
+        LegendEntry(k, *_legend_style(k), count=n) for k, n in sorted(legend_count.items())
+    )
+    parts = path.split("/")
+    crumbs = [Crumb(up.title, names.rel_href(page, names.INDEX_PAGE, f"up-{upstream}"))]
+    crumbs += [Crumb(p, None) for p in parts]
+    return FilePlan(
+        page=page,
+        root=names.root_prefix(page),
+        upstream=upstream,
+        upstream_title=up.title,
+        path=path,
+        language=language_of(path),
+        source_url=up.source_url(path),
+        commit=up.commit,
+        crumbs=tuple(crumbs),
+        overview=text_view(ctx.file_overviews.get((upstream, path))),
+        functions=tuple(functions),
+        links=tuple(links),
+        facts=facts,
+        legend=legend,
+        diagnostics=tuple(ctx.file_diagnostics.get((upstream, path), ())),
+    )
+
+
+def _legend_style(kind: str) -> tuple[str, str, str]:
+    abbr, label, css = fact_style(kind)
+    return css, abbr, label
+
+
+def _called_identifier(callee_name: str) -> str:
+    """The identifier the index's column points at: the last name, without template args."""
+    name = callee_name.split("<", 1)[0].strip()
+    for sep in ("::", "."):
+        name = name.rsplit(sep, 1)[-1]
+    return name.strip()
+
+
+def _function_view(ctx: SiteContext, page: str, up, s, out_edges: list, facts: list) -> FunctionView:
+    callees, launches = [], []
+    for e in sorted(out_edges, key=lambda e: (e.line, e.column)):
+        target = (symbol_link(ctx, page, e.callees[0], label=_callee_label(ctx, e))
+                  if e.callees else Link(e.callee_name, None, "unresolved"))
+        xr = XRef(target, e.kind, Link(f"L{e.line}", names.rel_href(page, page, names.line_anchor(e.line))))
+        (launches if e.kind == "launch" else callees).append(xr)
+    callers = []
+    for e in sorted(ctx.callers.get(s.key, ()), key=lambda e: (e.path, e.line)):
+        caller_page = names.source_page(names.split_key(e.caller)[0], e.path)
+        site = Link(f"{e.path.rsplit('/', 1)[-1]}:{e.line}",
+                    names.rel_href(page, caller_page, names.line_anchor(e.line))
+                    if (names.split_key(e.caller)[0], e.path) in ctx.rendered else None)
+        callers.append(XRef(symbol_link(ctx, page, e.caller), e.kind, site))
+    marks = tuple(_fact_mark(f) for f in sorted(facts, key=lambda f: (f.line, f.kind)))
+    note = ctx.notes.get(s.key)
+    note_view, inline = (None, ())
+    graph_view = None
+    if note is not None:
+        note_view, inline = _note_view(ctx, page, s, note)
+        graph_view = call_graph(ctx, page, s)
+    return FunctionView(
+        key=s.key,
+        anchor=names.symbol_anchor(s.key),
+        name=s.name,
+        qualified_name=s.qualified_name,
+        kind=s.kind,
+        signature=s.signature,
+        start_line=s.start_line,
+        end_line=s.end_line,
+        callers=tuple(callers),
+        callees=tuple(callees),
+        launches=tuple(launches),
+        facts=marks,
+        note=note_view,
+        inline_notes=inline,
+        graph=graph_view,
+        source_url=up.source_url(s.path, s.start_line),
+    )
+
+
+def _callee_label(ctx: SiteContext, e) -> str:
+    sym = ctx.all_symbols.get(e.callees[0])
+    return sym.qualified_name if sym else e.callee_name
+
+
+def _fact_mark(f) -> FactMark:
+    abbr, _label, css = fact_style(f.kind)
+    return FactMark(f.kind, f.detail, f.line, css, abbr)
+
+
+def _note_view(ctx: SiteContext, page: str, s, note) -> tuple[NoteView, tuple[InlineNoteView, ...]]:
+    status = getattr(note, "status", "ok") or "ok"
+    message = ""
+    if status == "stale":
+        seen = getattr(note, "fingerprint", None)
+        message = ("The code of this function changed since the note was written"
+                   + (f" (fingerprint {seen} → {s.fingerprint})" if seen else "")
+                   + "; read it with care.")
+    elif status != "ok":
+        message = f"Annotation status: {status}."
+    calls = []
+    callee_keys = {}
+    for fi_edge in ctx.calls.get(s.key, ()):
+        if fi_edge.callees:
+            sym = ctx.all_symbols.get(fi_edge.callees[0])
+            if sym:
+                callee_keys.setdefault(sym.qualified_name, sym.key)
+                callee_keys.setdefault(fi_edge.callee_name, sym.key)
+    for name, text in (getattr(note, "calls", None) or {}).items():
+        key = callee_keys.get(name) or next(
+            (k for q, k in callee_keys.items() if q.endswith("::" + name) or name.endswith("::" + q)), None)
+        link = symbol_link(ctx, page, key, label=name) if key else ref_link(ctx, page, f"{s.upstream}:{name}")
+        calls.append(CallNote(link if link.href else Link(name, None, link.title), text_view(text)))
+    courses = []
+    for cid in getattr(note, "course", None) or ():
+        if cid in ctx.courses:
+            courses.append(Link(ctx.courses[cid].title or cid, names.rel_href(page, names.course_page(cid)), cid))
+        else:
+            courses.append(Link(cid, None, "no such course map yet"))
+    memory = tuple(MemoryView(str(getattr(m, "what", "") or ""), str(getattr(m, "path", "") or ""),
+                              str(getattr(m, "how", "") or ""))
+                   for m in getattr(note, "memory", None) or ())
+    view = NoteView(
+        status=status,
+        status_message=message,
+        summary=text_view(getattr(note, "summary", None)),
+        decomposition=text_view(getattr(note, "decomposition", None)),
+        memory=memory,
+        sync=text_view(getattr(note, "sync", None)),
+        first_look=text_view(getattr(note, "first_look", None)),
+        calls=tuple(calls),
+        courses=tuple(courses),
+        harness=getattr(note, "harness", None),
+    )
+    inline = []
+    for n in getattr(note, "notes", None) or ():
+        line = getattr(n, "line", None)
+        tv = text_view(getattr(n, "text", None))
+        if line and tv and s.start_line <= line <= s.end_line:
+            inline.append(InlineNoteView(line, str(getattr(n, "at", "")), tv, stale=(status == "stale")))
+    inline.sort(key=lambda n: n.line)
+    return view, tuple(inline)
+
+
+def call_graph(ctx: SiteContext, page: str, s, callee_depth: int = 2):
+    """Callers (one level) and callees (two levels) of `s`, laid out as layers."""
+    nodes: dict[str, graph.GNode] = {}
+    edges: list[tuple[str, str, str]] = []
+
+    def node(key: str, layer: int, role: str, fallback: str | None = None) -> str:
+        if key not in nodes:
+            sym = ctx.all_symbols.get(key)
+            label = sym.name if sym else (fallback or key)
+            link = symbol_link(ctx, page, key) if sym else Link(label, None, "unresolved")
+            nodes[key] = graph.GNode(key, label, sym.qualified_name if sym else label,
+                                     link.href, role, layer)
+        return key
+
+    node(s.key, 0, "self")
+    for e in ctx.callers.get(s.key, ()):
+        edges.append((node(e.caller, -1, "caller"), s.key, e.kind))
+    frontier = [s.key]
+    for depth in range(1, callee_depth + 1):
+        nxt = []
+        for key in frontier:
+            for e in ctx.calls.get(key, ()):
+                if e.callees:
+                    ck = e.callees[0]
+                    fresh = ck not in nodes
+                    edges.append((key, node(ck, depth, "callee"), e.kind))
+                    if fresh:
+                        nxt.append(ck)
+                elif depth == 1:
+                    edges.append((key, node("?" + e.callee_name, depth, "callee", e.callee_name), e.kind))
+        frontier = nxt
+        if len(nodes) > 40:
+            break
+    return graph.layout(list(nodes.values()), edges)
+
+
+# ---- index, courses, search ---------------------------------------------------------------
+
+def file_counts(ctx: SiteContext, upstream: str, path: str) -> tuple[int, int, int]:
+    fi = ctx.rendered[(upstream, path)]
+    annotated = [ctx.notes[s.key] for s in fi.symbols if s.key in ctx.notes]
+    stale = sum(1 for n in annotated if getattr(n, "status", "ok") == "stale")
+    return len(fi.symbols), len(annotated), stale
+
+
+def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> IndexPage:
+    page = names.INDEX_PAGE
+    ups = []
+    for name, up in ctx.upstreams.items():
+        rows = []
+        tf = ta = ts_ = 0
+        for (u, path) in ctx.rendered:
+            if u != name:
+                continue
+            f, a, st = file_counts(ctx, u, path)
+            tf, ta, ts_ = tf + f, ta + a, ts_ + st
+            rows.append(FileRow(path, names.rel_href(page, names.source_page(u, path)),
+                                line_counts.get((u, path), 0), f, a, st))
+        if not rows:
+            continue
+        ups.append(UpstreamView(name, up.title, up.tag, up.commit, up.commit_url(), up.render,
+                                Coverage(tf, ta, ts_), tuple(rows)))
+    courses = tuple(CourseLink(c.title or c.id, names.rel_href(page, names.course_page(c.id)),
+                               len(c.steps or ())) for c in ctx.courses.values())
+    diags = tuple(_diagnostic_text(d) for d in (getattr(ctx.annotations, "diagnostics", None) or ()))
+    return IndexPage(page, names.root_prefix(page), tuple(ups), courses, diags)
+
+
+def course_page(ctx: SiteContext, course) -> CoursePage:
+    page = names.course_page(course.id)
+    steps = tuple(
+        CourseStepView(i + 1, st.id, st.title or st.id, text_view(st.text),
+                       tuple(ref_link(ctx, page, r) for r in (st.refs or ())))
+        for i, st in enumerate(course.steps or ())
+    )
+    view = CourseView(course.id, page, course.title or course.id, text_view(course.text), steps)
+    return CoursePage(page, names.root_prefix(page), view)
+
+
+def search_data(ctx: SiteContext) -> dict:
+    """The client-side search index: pages once, then one compact row per function."""
+    pages: list[str] = []
+    page_no: dict[str, int] = {}
+    rows = []
+    for key, s in sorted(ctx.symbols.items(), key=lambda kv: (kv[1].upstream, kv[1].path, kv[1].start_line)):
+        page, anchor = names.symbol_href_target(key)
+        if page not in page_no:
+            page_no[page] = len(pages)
+            pages.append(page)
+        note = ctx.notes.get(key)
+        text = ""
+        if note is not None:
+            text = " ".join(x for x in (_text_plain(getattr(note, "summary", None)),
+                                        _text_plain(getattr(note, "first_look", None))) if x)[:300]
+        rows.append([s.qualified_name, s.kind, page_no[page], anchor, 1 if note is not None else 0, text])
+    files = []
+    for (up, path) in ctx.rendered:
+        page = names.source_page(up, path)
+        if page not in page_no:
+            page_no[page] = len(pages)
+            pages.append(page)
+        files.append([f"{up}:{path}", page_no[page]])
+    courses = [[c.title or c.id, names.course_page(c.id)] for c in ctx.courses.values()]
+    return {"v": 1, "pages": pages, "symbols": rows, "files": files, "courses": courses}

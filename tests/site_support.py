@@ -1,0 +1,216 @@
+"""Fixtures for the site builder's tests: a tiny upstream ("demo") with two CUDA files, an
+index of it written out by hand (so the page-model tests do not depend on the index's
+parser), and annotation objects shaped like annotate.notes' model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotate.index.model import CALL, LAUNCH, CallEdge, FileIndex, MemoryFact, Symbol
+from annotate.upstreams import Upstream
+
+DATA = Path(__file__).parent / "data" / "site"
+SRC = DATA / "src"
+UP = "demo"
+NORM = "include/demo/norm.cuh"
+DECODE = "include/demo/decode.cuh"
+
+
+def demo_upstream() -> Upstream:
+    return Upstream(name=UP, title="Demo", url="https://example.invalid/demo.git",
+                    web="https://example.invalid/demo", tag="v0.1", commit="0123456789abcdef" * 2 + "01234567",
+                    paths=("include/",), render=("include/",), lock="locks/demo.json", archive=None)
+
+
+def _line(text: str, needle: str) -> int:
+    for i, ln in enumerate(text.split("\n"), 1):
+        if needle in ln:
+            return i
+    raise AssertionError(f"{needle!r} not in fixture")
+
+
+def _col(text: str, line: int, name: str) -> int:
+    return text.split("\n")[line - 1].index(name)
+
+
+def _sym(path, text, name, qname, kind, head, end_needle, template=False, after=0) -> Symbol:
+    start = _line(text, head)
+    lines = text.split("\n")
+    end = next(i for i in range(start, len(lines) + 1) if lines[i - 1].startswith(end_needle) and i > start)
+    return Symbol(upstream=UP, path=path, name=name, qualified_name=qname, kind=kind,
+                  signature=lines[start - 1].strip().rstrip("{").strip(), template_params="typename T" if template else None,
+                  start_line=start - (1 if template else 0), end_line=end, body_start_line=start,
+                  fingerprint=f"{abs(hash(qname)) % (1 << 63):016x}"[:16], is_cuda_qualified=())
+
+
+class FixtureIndex:
+    """The subset of annotate.index.api.Index the site uses, over the demo files."""
+
+    def __init__(self) -> None:
+        norm = (SRC / NORM).read_text()
+        dec = (SRC / DECODE).read_text()
+        self._text = {NORM: norm, DECODE: dec}
+        shfl = _sym(NORM, norm, "shfl_xor_sync", "demo::math::shfl_xor_sync", "device", "float shfl_xor_sync(", "}")
+        kern = _sym(NORM, norm, "RMSNormKernel", "demo::RMSNormKernel", "kernel", "void RMSNormKernel(", "}", True)
+        host = _sym(NORM, norm, "RMSNorm", "demo::RMSNorm", "host", "cudaError_t RMSNorm(", "}", True)
+        wsum = _sym(DECODE, dec, "warp_sum", "demo::warp_sum", "device", "float warp_sum(", "}")
+        dk = _sym(DECODE, dec, "DecodeKernel", "demo::DecodeKernel", "kernel", "void DecodeKernel(", "}")
+        dh = _sym(DECODE, dec, "Decode", "demo::Decode", "host", "cudaError_t Decode(", "}")
+        self.syms = {s.qualified_name: s for s in (shfl, kern, host, wsum, dk, dh)}
+
+        def edge(caller, text, path, needle, name, kind=CALL, callee=None):
+            ln = _line(text, needle)
+            return CallEdge(caller.key, name, kind, path, ln, _col(text, ln, name.split("::")[-1].split("<")[0]),
+                            (callee.key,) if callee else ())
+
+        n_edges = (
+            edge(kern, norm, NORM, "math::shfl_xor_sync(sum_sq", "math::shfl_xor_sync", callee=shfl),
+            edge(kern, norm, NORM, "rsqrtf(", "rsqrtf"),
+            edge(host, norm, NORM, "RMSNormKernel<T><<<", "RMSNormKernel", LAUNCH, kern),
+        )
+        d_edges = (
+            edge(wsum, dec, DECODE, "math::shfl_xor_sync(x", "math::shfl_xor_sync", callee=shfl),
+            edge(dk, dec, DECODE, "acc = warp_sum(acc)", "warp_sum", callee=wsum),
+            edge(dk, dec, DECODE, "undefined_helper(out)", "undefined_helper"),
+            edge(dh, dec, DECODE, "DecodeKernel<<<", "DecodeKernel", LAUNCH, dk),
+            edge(dh, dec, DECODE, "return RMSNorm<float>", "RMSNorm", callee=host),
+        )
+        n_facts = (
+            MemoryFact(kern.key, "shared-static", "__shared__ float smem[32]", NORM, _line(norm, "__shared__ float"), "shared-static"),
+            MemoryFact(kern.key, "barrier", "__syncthreads()", NORM, _line(norm, "__syncthreads"), "syncthreads"),
+            MemoryFact(kern.key, "shuffle", "shfl_xor_sync", NORM, _line(norm, "math::shfl_xor_sync(sum_sq"), "shfl"),
+        )
+        self._files = {
+            NORM: FileIndex(UP, NORM, "b" * 40, "cuda", (shfl, kern, host), n_edges, n_facts),
+            DECODE: FileIndex(UP, DECODE, "c" * 40, "cuda", (wsum, dk, dh), d_edges, ()),
+        }
+
+    # -- the Index API subset --
+    def upstreams(self):
+        return [UP]
+
+    def files(self, upstream=None):
+        return [f for f in self._files.values() if upstream in (None, f.upstream)]
+
+    def file(self, upstream, path):
+        return self._files[path]
+
+    def source(self, upstream, path):
+        return self._text[path]
+
+    def symbols_in(self, upstream, path):
+        return sorted(self._files[path].symbols, key=lambda s: s.start_line)
+
+    def symbol(self, key):
+        return next(s for s in self.syms.values() if s.key == key)
+
+    def find(self, name, upstream=None):
+        exact = [s for s in self.syms.values() if s.qualified_name == name]
+        return exact or [s for q, s in self.syms.items() if q.endswith("::" + name) or s.name == name]
+
+
+# ---- annotation objects shaped like annotate.notes' model --------------------------------
+
+@dataclass(frozen=True)
+class Text:
+    en: str
+    zh: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryNote:
+    what: str
+    path: str
+    how: str
+
+
+@dataclass(frozen=True)
+class InlineNote:
+    at: str
+    text: Text
+    line: int | None
+
+
+@dataclass(frozen=True)
+class FunctionNote:
+    qualified_name: str
+    symbol: Symbol | None
+    status: str = "ok"
+    summary: Text | None = None
+    decomposition: Text | None = None
+    sync: Text | None = None
+    first_look: Text | None = None
+    memory: tuple = ()
+    calls: dict = field(default_factory=dict)
+    notes: tuple = ()
+    course: tuple = ()
+    harness: str | None = None
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True)
+class CourseStep:
+    id: str
+    title: str
+    text: Text | None
+    refs: tuple
+
+
+@dataclass(frozen=True)
+class Course:
+    id: str
+    title: str
+    text: Text | None
+    steps: tuple
+
+
+@dataclass(frozen=True)
+class AnnotationFile:
+    upstream: str
+    path: str
+    overview: Text | None
+    functions: tuple = ()
+
+
+class FixtureAnnotations:
+    def __init__(self, notes: list[FunctionNote], courses=(), files=(), diagnostics=()):
+        self._by_key = {n.symbol.key: n for n in notes if n.symbol is not None}
+        self.courses = list(courses)
+        self.files = list(files)
+        self.diagnostics = list(diagnostics)
+
+    def for_symbol(self, sym):
+        return self._by_key.get(sym.key)
+
+
+def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool = False) -> FixtureAnnotations:
+    kern = index.syms["demo::RMSNormKernel"]
+    dk = index.syms["demo::DecodeKernel"]
+    norm_text = index.source(UP, NORM)
+    summary = "One block per row: sum of squares, **warp reduction**, then scale by `rsqrt`."
+    if evil:
+        summary = ("Evil: <script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned=2\"> "
+                   "[click me](javascript:window.__pwned=3) <a href=\"javascript:alert(1)\" onclick=\"x()\">raw</a>")
+    notes = [
+        FunctionNote(
+            "demo::RMSNormKernel", kern, summary=Text(summary, "每行一个线程块。"),
+            decomposition=Text("grid = rows, block = 256 threads, each thread strides over `d`."),
+            memory=(MemoryNote("input row", "global → registers", "strided scalar loads"),),
+            sync=Text("One `__syncthreads()` after the per-warp partial sums land in shared memory."),
+            first_look=Text("The butterfly loop over `offset`."),
+            calls={"demo::math::shfl_xor_sync": Text("warp butterfly reduction")},
+            notes=(InlineNote("sum_sq += math::shfl_xor_sync", Text("Five butterfly steps reduce 32 lanes."),
+                              _line(norm_text, "sum_sq += math::shfl_xor_sync")),),
+            course=("demo-course",), harness="rmsnorm", fingerprint=kern.fingerprint,
+        ),
+        FunctionNote("demo::DecodeKernel", dk, status="stale" if stale_decode else "ok",
+                     summary=Text("A toy dot product, one warp."), fingerprint="ffffffffffffffff" if stale_decode else dk.fingerprint),
+    ]
+    course = Course("demo-course", "Demo course", Text("Read the norm, then the decode."), (
+        CourseStep("day-1", "RMSNorm", Text("Start with the kernel."), (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}")),
+        CourseStep("day-2", "Decode", None, (f"{UP}:demo::Decode", f"{UP}:no::such_thing")),
+    ))
+    files = [AnnotationFile(UP, NORM, Text("Root-mean-square normalisation, one block per row."))]
+    return FixtureAnnotations(notes, [course], files)
