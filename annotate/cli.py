@@ -17,6 +17,8 @@ from annotate.errors import AnnotateError
 
 # Stage command modules, in the order their commands appear in --help.
 COMMAND_MODULES = [
+    "annotate.index.cli",
+    "annotate.notes.cli",
 ]
 
 

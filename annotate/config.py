@@ -132,6 +132,10 @@ class Config:
         """The site builder's content-keyed cache (highlighted tokens per file content)."""
         return self.cache_dir / "site"
 
+    def notes_bodies_dir(self) -> Path:
+        """Function bodies by fingerprint, stored when a fingerprint is written (stale diffs)."""
+        return self.cache_dir / "notes" / "bodies"
+
     def tmp_dir(self) -> Path:
         """Scratch space on the same file system as the cache, so renames are atomic."""
         return self.cache_dir / "tmp"

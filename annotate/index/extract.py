@@ -1,0 +1,404 @@
+"""Per-file extraction: one source file in, one FileIndex out (edges not yet resolved).
+
+The result depends only on (upstream, path, content, tool version), which is what the cache
+keys it by. Cross-file work (include graph, call resolution) happens in resolve.py.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from annotate.index import cst
+from annotate.index.facts import apply_rules, find_fact_nodes
+from annotate.index.fingerprint import fingerprint
+from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
+                                  FileIndex, MemoryFact, Symbol)
+from annotate.index.parse import blank_macros, captures, language_of, macro_table, matches, parser
+
+CUDA_QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
+_QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
+_DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
+_CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
+ANON = "(anonymous namespace)"
+
+
+def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
+    """Everything about one file; `blob` is filled in by the caller."""
+    lang = language_of(path)
+    if lang == "python":
+        return extract_python(upstream, path, src)
+    return extract_cuda(upstream, path, src)
+
+
+# ---- C++ / CUDA -------------------------------------------------------------------------------
+
+class _Spans:
+    """Maps a byte offset to the innermost function body containing it."""
+
+    def __init__(self, spans: list[tuple[int, int, int]]):
+        self.spans = sorted(spans)
+        self.starts = [s for s, _, _ in self.spans]
+
+    def owner(self, byte: int) -> int | None:
+        i = bisect.bisect_right(self.starts, byte) - 1
+        best = None
+        while i >= 0:
+            s, e, idx = self.spans[i]
+            if s <= byte < e:
+                best = idx  # the latest-starting container is the innermost
+                break
+            i -= 1
+        return best
+
+
+def _function_declarator(fn):
+    d = fn.child_by_field_name("declarator")
+    for _ in range(16):
+        if d is None:
+            return None
+        if d.type == "function_declarator":
+            return d
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+    return None
+
+
+def _scope_name(n) -> str | None:
+    """Name of a namespace/class node as written, template arguments stripped."""
+    name = n.child_by_field_name("name")
+    if name is None:
+        return None
+    return cst.text_without_template_args(name)
+
+
+def _split_scope(text: str) -> list[str]:
+    return [p for p in text.split("::") if p]
+
+
+def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
+    table = macro_table()
+    text, _ = blank_macros(src, table)
+    tree = parser("cuda").parse(text)
+    root = tree.root_node
+    ns_macros = dict(table.namespaces)
+    for m in _DEFINE_RE.finditer(src):
+        ns_macros.setdefault(m.group(1).decode(), m.group(2).decode())
+    class_names = {cst.text_without_template_args(n).split("::")[-1]
+                   for n in captures("cuda-classes", root).get("name", [])}
+    errors = captures("cuda-errors", root).get("error", [])
+    error_starts = sorted(e.start_byte for e in errors)
+
+    symbols: list[Symbol] = []
+    spans: list[tuple[int, int, int]] = []
+    for m in matches("cuda-functions", root):
+        fn, body = m["function"][0], m["body"][0]
+        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, table, error_starts)
+        if sym is None:
+            continue
+        spans.append((body.start_byte, body.end_byte, len(symbols)))
+        symbols.append(sym)
+    owner = _Spans(spans)
+
+    # function-pointer variables per function: var -> [(target name, node)]
+    pointers: dict[int, dict[str, list]] = {}
+    for m in matches("cuda-assignments", root):
+        var, value = m["var"][0], m["value"][0]
+        idx = owner.owner(var.start_byte)
+        if idx is None:
+            continue
+        targets = _function_refs(value)
+        if targets:
+            pointers.setdefault(idx, {}).setdefault(cst.node_text(var), []).extend(targets)
+
+    edges: list[CallEdge] = []
+    launchers = table.launchers
+    for m in matches("cuda-calls", root):
+        call, callee = m["call"][0], m["callee"][0]
+        idx = owner.owner(call.start_byte)
+        if idx is None:
+            continue
+        sym = symbols[idx]
+        name_node = cst.final_name_node(callee)
+        if name_node is None:
+            continue
+        written = cst.text_without_template_args(callee)
+        bare = cst.node_text(name_node)
+        if bare in table.not_calls:
+            continue
+        ptrs = pointers.get(idx, {})
+        is_launch = any(c.type == "kernel_call_syntax" for c in call.children)
+        line, col = name_node.start_point[0] + 1, name_node.start_point[1]
+        if is_launch:
+            targets = ptrs.get(written) if callee.type == "identifier" else None
+            if targets:
+                for tname, _ in targets:
+                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, line, col, (), "<<<>>> via " + written))
+            else:
+                edges.append(CallEdge(sym.key, written, LAUNCH, path, line, col, (), "<<<>>>"))
+            continue
+        via = None
+        if callee.type == "field_expression":
+            field = callee.child_by_field_name("field")
+            via = ".template" if field is not None and field.type in ("dependent_name", "template_method") else "member"
+        edges.append(CallEdge(sym.key, written, CALL, path, line, col, (), via))
+        if bare in launchers:
+            args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+            k = launchers[bare]
+            if k < len(args):
+                for tname, tnode in _function_refs(args[k], ptrs):
+                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, tnode.start_point[0] + 1,
+                                          tnode.start_point[1], (), bare))
+
+    facts: list[MemoryFact] = []
+    seen: set[tuple[str, int, int]] = set()
+    for node in find_fact_nodes(root):
+        idx = owner.owner(node.start_byte)
+        if idx is None:
+            continue
+        sym = symbols[idx]
+        line = node.start_point[0] + 1
+        for rule, detail in apply_rules(node):
+            k = (rule.id, line, idx)
+            if k in seen:
+                continue
+            seen.add(k)
+            facts.append(MemoryFact(sym.key, rule.kind, detail, path, line, rule.id))
+    facts.sort(key=lambda f: (f.line, f.kind))
+
+    includes = tuple(cst.node_text(n) for n in captures("cuda-includes", root).get("path", []))
+    return FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
+                     edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
+
+
+def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple[str, object]]:
+    """Names of the functions an expression refers to: `Foo<T>`, `&Foo<T>`, `(void*)kernel`,
+    `cond ? A<1> : B<2>`; through `pointers` a variable maps to what it was assigned."""
+    n = value
+    for _ in range(8):
+        if n.type in ("pointer_expression", "parenthesized_expression", "cast_expression"):
+            n = n.child_by_field_name("argument") or n.child_by_field_name("value") or (
+                n.named_children[-1] if n.named_children else None)
+        elif n.type == "call_expression" and cst.node_text(n.child_by_field_name("function")).startswith(
+                ("reinterpret_cast", "static_cast", "const_cast")):
+            args = n.child_by_field_name("arguments").named_children
+            n = args[0] if args else None
+        else:
+            break
+        if n is None:
+            return []
+    if n.type == "conditional_expression":
+        out = []
+        for f in ("consequence", "alternative"):
+            c = n.child_by_field_name(f)
+            if c is not None:
+                out.extend(_function_refs(c, pointers))
+        return out
+    if n.type == "identifier":
+        name = cst.node_text(n)
+        if pointers and name in pointers:
+            return [(t, n) for t, _ in pointers[name]]
+        return [(name, n)]
+    if n.type in ("template_function", "qualified_identifier"):
+        nm = cst.final_name_node(n)
+        return [(cst.text_without_template_args(n), nm if nm is not None else n)]
+    return []
+
+
+def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, table, error_starts) -> Symbol | None:
+    decl = _function_declarator(fn)
+    if decl is None:
+        return None
+    dname = decl.child_by_field_name("declarator")
+    if dname is None:
+        return None
+    # A function_definition nested in a body, not inside a local class, is the grammar
+    # misreading a macro call followed by a block (`DISPATCH(...) { ... }`).
+    scopes: list[str] = []
+    anonymous = False
+    in_class = False
+    templates: list = []
+    p = fn.parent
+    child = fn
+    seen_ns_or_class = False
+    while p is not None:
+        t = p.type
+        if t == "template_declaration" and not seen_ns_or_class and child is not None:
+            templates.append(p)
+        elif t == "namespace_definition":
+            seen_ns_or_class = True
+            nm = _scope_name(p)
+            if nm is None:
+                anonymous = True
+            else:
+                scopes[:0] = [ns_macros.get(x, x) for x in _split_scope(nm)]
+        elif t in _CLASS_TYPES:
+            seen_ns_or_class = True
+            nm = _scope_name(p)
+            if nm is not None:
+                scopes[:0] = _split_scope(nm)[-1:]
+            in_class = True
+        elif t == "compound_statement" and not seen_ns_or_class:
+            return None
+        child = p
+        p = p.parent
+
+    written = cst.text_without_template_args(dname) if dname.type != "operator_name" else cst.collapse(
+        cst.node_text(dname))
+    if dname.type == "destructor_name" or dname.type == "operator_name":
+        written = cst.collapse(cst.node_text(dname)).replace(" ", "")
+    definer = table.definers.get(written) if dname.type == "identifier" else None
+    definer_template = None
+    if definer is not None:
+        params = decl.child_by_field_name("parameters")
+        args = [cst.collapse(cst.node_text(a)) for a in (params.named_children if params is not None else [])
+                if a.type != "comment"]
+        k = int(definer.get("name", 0))
+        if k >= len(args):
+            return None
+        written = args[k]
+        rest = ", ".join(a for i, a in enumerate(args) if i != k)
+        definer_template = str(definer.get("template", "{rest}")).format(rest=rest) if "template" in definer else None
+    parts = _split_scope(written) if "::" in written and dname.type == "qualified_identifier" else [written]
+    name = parts[-1]
+    if name.startswith("operator"):
+        name = "operator" + name[len("operator"):].replace(" ", "")
+    outer = parts[:-1]
+    is_method = in_class and not fn.parent.type == "friend_declaration"
+    if outer and not in_class:
+        last = outer[-1]
+        scope_node = dname.child_by_field_name("scope") if dname.type == "qualified_identifier" else None
+        if (last in class_names or (scope_node is not None and scope_node.type == "template_type")
+                or name == last or name.startswith("~")):
+            is_method = True
+    qualified = "::".join([*scopes, *outer, name])
+
+    # Blanked macros in front of the head (`FLASHINFER_INLINE void f()` parses as starting at
+    # `void`) belong to it: take the original text back to the previous token of the parsed text.
+    head_start = fn.start_byte
+    while head_start > 0 and text[head_start - 1] in b" \t\r\n":
+        head_start -= 1
+    while head_start < fn.start_byte and src[head_start] in b" \t\r\n":
+        head_start += 1
+    head = src[head_start:decl.start_byte].decode("utf-8", "replace")
+    quals: list[str] = []
+    for q in _QUAL_RE.findall(head):
+        if q not in quals:
+            quals.append(q)
+    for tok in re.findall(r"\b[A-Z][A-Z0-9_]+\b", head):
+        for q in table.qualifiers.get(tok, ()):
+            if q not in quals:
+                quals.append(q)
+    for q in (definer or {}).get("qualifiers", ()):
+        if q not in quals:
+            quals.append(q)
+    if "__global__" in quals:
+        kind = KERNEL
+    elif is_method:
+        kind = METHOD
+    elif "__device__" in quals and "__host__" in quals:
+        kind = HOST_DEVICE
+    elif "__device__" in quals:
+        kind = DEVICE
+    else:
+        kind = HOST
+
+    start_line = templates[-1].start_point[0] + 1 if templates else src.count(b"\n", 0, head_start) + 1
+    tparams = None
+    if templates:
+        plist = []
+        for tnode in reversed(templates):
+            pl = tnode.child_by_field_name("parameters")
+            if pl is not None:
+                inner = cst.collapse(src[pl.start_byte + 1:pl.end_byte - 1].decode("utf-8", "replace"))
+                plist.append(inner)
+        tparams = "; ".join(plist)
+    if definer_template:
+        tparams = "; ".join([*(tparams.split("; ") if tparams else []), definer_template])
+    signature = cst.collapse(src[head_start:body.start_byte].decode("utf-8", "replace"))
+    body_text = src[body.start_byte:body.end_byte].decode("utf-8", "replace")
+    lo = bisect.bisect_left(error_starts, fn.start_byte)
+    hi = bisect.bisect_left(error_starts, fn.end_byte)
+    return Symbol(
+        upstream=upstream, path=path, name=name, qualified_name=qualified, kind=kind,
+        signature=signature, template_params=tparams,
+        start_line=start_line, end_line=fn.end_point[0] + 1,
+        body_start_line=body.start_point[0] + 1, fingerprint=fingerprint(body_text, "cuda"),
+        anonymous_namespace=anonymous, is_cuda_qualified=tuple(quals), parse_errors=hi - lo,
+    )
+
+
+def _is_ancestor(a, n) -> bool:
+    while n is not None:
+        if n.start_byte == a.start_byte and n.end_byte == a.end_byte and n.type == a.type:
+            return True
+        n = n.parent
+    return False
+
+
+# ---- Python ----------------------------------------------------------------------------------
+
+def python_module(path: str) -> str:
+    mod = path[:-3] if path.endswith(".py") else path
+    parts = [p for p in mod.split("/") if p]
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
+    tree = parser("python").parse(src)
+    root = tree.root_node
+    module = python_module(path)
+    symbols: list[Symbol] = []
+    spans = []
+    for m in matches("python-functions", root):
+        fn, body, name_node = m["function"][0], m["body"][0], m["name"][0]
+        names = [cst.node_text(name_node)]
+        in_class = False
+        p = fn.parent
+        direct = True
+        while p is not None:
+            if p.type in ("class_definition", "function_definition"):
+                nm = p.child_by_field_name("name")
+                if nm is not None:
+                    names.insert(0, cst.node_text(nm))
+                if direct and p.type == "class_definition":
+                    in_class = True
+                direct = False
+            elif p.type not in ("block", "decorated_definition"):
+                pass
+            if p.type == "block" and p.parent is not None and p.parent.type == "class_definition" and direct:
+                pass
+            p = p.parent
+        start = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
+        qualified = ".".join([module, *names]) if module else ".".join(names)
+        sig = cst.collapse(src[fn.start_byte:body.start_byte].decode("utf-8", "replace")).rstrip(":").strip()
+        sym = Symbol(
+            upstream=upstream, path=path, name=names[-1], qualified_name=qualified, kind=PYTHON,
+            signature=sig, template_params=None, start_line=start.start_point[0] + 1,
+            end_line=fn.end_point[0] + 1, body_start_line=body.start_point[0] + 1,
+            fingerprint=fingerprint(src[body.start_byte:body.end_byte].decode("utf-8", "replace"), "python"),
+            is_cuda_qualified=("method",) if in_class else (),
+        )
+        spans.append((body.start_byte, body.end_byte, len(symbols)))
+        symbols.append(sym)
+    owner = _Spans(spans)
+    edges = []
+    for m in matches("python-calls", root):
+        call, callee = m["call"][0], m["callee"][0]
+        idx = owner.owner(call.start_byte)
+        if idx is None:
+            continue
+        if callee.type == "identifier":
+            nm, via = callee, None
+        elif callee.type == "attribute":
+            nm, via = callee.child_by_field_name("attribute"), "member"
+        else:
+            continue
+        written = cst.collapse(cst.node_text(callee))[:200]
+        edges.append(CallEdge(symbols[idx].key, written, CALL, path, nm.start_point[0] + 1, nm.start_point[1],
+                              (), via))
+    imports = tuple(cst.node_text(n) for n in captures("python-imports", root).get("module", []))
+    return FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
+                     edges=tuple(edges), facts=(), includes=imports,
+                     error_nodes=len(captures("python-errors", root).get("error", [])))

@@ -1,0 +1,3 @@
+; Every C++/CUDA function definition (free, member, out-of-class, operator, specialisation).
+(function_definition
+  body: (compound_statement) @body) @function

@@ -1,0 +1,46 @@
+"""Finding code text inside a function body, ignoring whitespace."""
+
+from __future__ import annotations
+
+import difflib
+
+
+def compact(text: str) -> str:
+    return "".join(text.split())
+
+
+def find_anchor(body: str, at: str) -> list[tuple[int, int]]:
+    """Every place `at` occurs in `body`, whitespace ignored on both sides.
+
+    Returns (first_line, last_line) pairs as 0-based line offsets into `body`. Overlapping
+    matches count separately: an anchor must pick out one place.
+    """
+    needle = compact(at)
+    if not needle:
+        return []
+    chars: list[str] = []
+    lines: list[int] = []
+    for lineno, line in enumerate(body.split("\n")):
+        for ch in line:
+            if not ch.isspace():
+                chars.append(ch)
+                lines.append(lineno)
+    hay = "".join(chars)
+    out: list[tuple[int, int]] = []
+    start = hay.find(needle)
+    while start != -1:
+        out.append((lines[start], lines[start + len(needle) - 1]))
+        start = hay.find(needle, start + 1)
+    return out
+
+
+def nearest_line(body: str, at: str) -> tuple[int, str] | None:
+    """The body line (0-based offset, text) most similar to `at`, if any is close."""
+    cands = [(i, ln.strip()) for i, ln in enumerate(body.split("\n")) if ln.strip()]
+    if not cands:
+        return None
+    target = " ".join(at.split())
+    best = max(cands, key=lambda c: difflib.SequenceMatcher(None, target, c[1]).ratio())
+    if difflib.SequenceMatcher(None, target, best[1]).ratio() < 0.45:
+        return None
+    return best

@@ -1,0 +1,203 @@
+"""`annotate check`: the reviewer's report, --refresh, and the stale-body diffs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotate.config import Config
+from annotate.errors import Diagnostic
+from annotate.notes import api
+from annotate.notes.history import (BodyStore, GitRepo, Indexer, find_in_history, git_dir_for,
+                                    short_diff)
+
+
+@dataclass
+class CheckReport:
+    result: api.LoadResult
+    elapsed: float
+    files: int
+    drift: list = field(default_factory=list)  # DriftEntry, when --against was given
+    drift_diagnostics: list[Diagnostic] = field(default_factory=list)
+    refreshed: int = 0
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.result.set.diagnostics + self.drift_diagnostics
+
+    def counts(self) -> dict[str, int]:
+        c = {"files": self.files, "functions": 0, "ok": 0, "stale": 0, "broken": 0,
+             "errors": 0, "warnings": 0}
+        for o in self.result.outcomes:
+            if o.name == "(file)":
+                continue
+            c["functions"] += 1
+            c[o.outcome] += 1
+        for d in self.diagnostics:
+            if d.severity == "error":
+                c["errors"] += 1
+            elif d.severity == "warning":
+                c["warnings"] += 1
+        return c
+
+    def exit_code(self, strict: bool = False) -> int:
+        c = self.counts()
+        return 1 if c["errors"] or (strict and c["warnings"]) else 0
+
+    def summary_line(self) -> str:
+        c = self.counts()
+        return (f"{c['files']} files, {c['functions']} functions: {c['ok']} ok, {c['stale']} stale, "
+                f"{c['broken']} broken; {c['errors']} errors, {c['warnings']} warnings "
+                f"({self.elapsed:.2f} s)")
+
+    def to_json(self) -> dict:
+        def d2j(d: Diagnostic) -> dict:
+            return {k: getattr(d, k) for k in ("severity", "code", "message", "file", "line", "column",
+                                                "symbol", "detail")}
+
+        fns = []
+        for o in self.result.outcomes:
+            if o.name == "(file)":
+                continue
+            n = o.note
+            sym = n.symbol if n else None
+            fns.append({"file": o.file, "name": o.name, "outcome": o.outcome,
+                        "status": n.status if n else "invalid",
+                        "upstream": n.upstream if n else None, "path": n.path if n else None,
+                        "line": sym.start_line if sym else None, "end_line": sym.end_line if sym else None,
+                        "fingerprint": n.fingerprint if n else None,
+                        "current_fingerprint": n.current_fingerprint if n else None})
+        out = {"summary": self.counts() | {"seconds": round(self.elapsed, 3)},
+               "diagnostics": [d2j(d) for d in self.diagnostics],
+               "functions": fns}
+        if self.drift:
+            out["drift"] = [e.to_json() for e in self.drift]
+        if self.refreshed:
+            out["refreshed"] = self.refreshed
+        return out
+
+
+class StaleExplainer:
+    """Builds the `detail` of a stale warning: a diff from the fingerprinted body to now."""
+
+    def __init__(self, config: Config, indexer: Indexer | None = None, git_dir: str | None = None,
+                 against_index=None):
+        self.config = config
+        self.store = BodyStore(config)
+        self.indexer = indexer
+        self.git_dir = git_dir
+        self.against_index = against_index
+        self._repos: dict[str, GitRepo | None] = {}
+
+    def repo(self, upstream: str) -> GitRepo | None:
+        if upstream not in self._repos:
+            d = git_dir_for(self.config, upstream, self.git_dir)
+            self._repos[upstream] = GitRepo(d) if d else None
+        return self._repos[upstream]
+
+    def old_body(self, upstream, path, name, fp) -> tuple[str, str] | None:
+        """(where it came from, text) of the body that had fingerprint `fp`."""
+        text = self.store.get(fp)
+        if text is not None:
+            return "stored copy", text
+        if self.against_index is not None:
+            for s in api._safe(self.against_index.symbols_in, upstream, path, default=[]) or []:
+                if s.qualified_name == name and s.fingerprint == fp:
+                    return "--against tree", self.against_index.text_of(s)
+        repo = self.repo(upstream)
+        if repo is not None and self.indexer is not None:
+            try:
+                from annotate.upstreams import get_upstream
+
+                ref = get_upstream(self.config, upstream).commit
+            except Exception:
+                ref = "HEAD"
+            if repo.rev_parse(ref) is None:
+                ref = "HEAD"
+            found = find_in_history(repo, ref, upstream, path, name, fp, self.indexer)
+            if found:
+                rev, text = found
+                self.store.put(fp, text)
+                return f"git {rev[:12]}", text
+        return None
+
+    def __call__(self, upstream, path, name, fp, sym, body) -> str:
+        old = self.old_body(upstream, path, name, fp)
+        if old is None:
+            lines = body.splitlines()
+            shown = "\n".join(f"{sym.start_line + i:5d}  {ln}" for i, ln in enumerate(lines[:12]))
+            more = f"\n      ... ({len(lines) - 12} more lines)" if len(lines) > 12 else ""
+            up_var = "ANNOTATE_URL_" + upstream.upper().replace("-", "_")
+            return (f"the fingerprinted body cannot be recovered (no stored copy; no local git mirror in "
+                    f"${up_var} or --git-dir), so here is the function now, lines {sym.start_line}-{sym.end_line}:\n"
+                    f"{shown}{more}")
+        src, text = old
+        return short_diff(text, body, f"{path} ({name} as annotated, from {src})", f"{path} (now)",
+                          1, sym.start_line)
+
+
+def run_check(config: Config, index, root: Path | None = None, *, refresh: bool = False,
+              explainer=None, known_harnesses: set[str] | None = None) -> CheckReport:
+    t0 = time.perf_counter()
+    if known_harnesses is None:
+        known_harnesses = discover_harnesses(config)
+    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses)
+    result = api.load(config, index, opts)
+    refreshed = 0
+    if refresh and result.refreshable:
+        refreshed = write_fingerprints(config, result.refreshable)
+        result = api.load(config, index, opts)
+    files = len(result.set.files)
+    return CheckReport(result=result, elapsed=time.perf_counter() - t0, files=files, refreshed=refreshed)
+
+
+def discover_harnesses(config: Config) -> set[str] | None:
+    """Names of vendor_kernels/<name>/ harness folders; None (no check) if there are none yet."""
+    d = config.kernels_dir
+    try:
+        names = {p.name for p in d.iterdir() if p.is_dir() and p.name not in ("locks", "__pycache__")}
+    except OSError:
+        return None
+    return names or None
+
+
+def write_fingerprints(config: Config, items) -> int:
+    """Write current fingerprints into the YAML files (comments and layout kept)."""
+    from annotate.notes.edit import set_fingerprint
+
+    store = BodyStore(config)
+    by_file: dict[Path, list] = {}
+    for p, name, fp, body in items:
+        by_file.setdefault(p, []).append((name, fp))
+        store.put(fp, body)
+    n = 0
+    for p, entries in by_file.items():
+        text = p.read_text(encoding="utf-8-sig")
+        for name, fp in entries:
+            new = set_fingerprint(text, name, fp)
+            if new is not None and new != text:
+                text = new
+                n += 1
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
+    return n
+
+
+def format_report(report: CheckReport, verbose: bool = False) -> str:
+    lines = [d.format() for d in report.diagnostics]
+    if report.drift:
+        from annotate.notes.drift import format_drift
+
+        lines.append(format_drift(report.drift))
+    if report.refreshed:
+        lines.append(f"refreshed {report.refreshed} fingerprint(s)")
+    lines.append(report.summary_line())
+    return "\n".join(lines)
+
+
+def report_json(report: CheckReport) -> str:
+    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)

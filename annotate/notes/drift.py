@@ -1,0 +1,331 @@
+"""`annotate check --against REF`: what happens to the annotations at another version.
+
+The annotations are resolved at the indexed version (A, normally the pin) and at the other
+version (B: a git ref of a local mirror, or a directory tree). Per function:
+  unchanged  same body, same lines
+  moved      same body (fingerprint), other lines: nothing to do, notes follow (anchors are text)
+  changed    the body differs: stale at B, with a diff A → B
+  renamed    not found by name; a function with the same fingerprint (or a very similar body)
+             exists under another name: candidates listed
+  moved-file the same qualified name lives in another file at B
+  removed    nothing like it at B
+"""
+
+from __future__ import annotations
+
+import difflib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotate.config import Config
+from annotate.errors import Diagnostic
+from annotate.notes import api
+from annotate.notes.anchors import find_anchor
+from annotate.notes.history import GitRepo, git_dir_for, short_diff
+
+SIMILAR = 0.6
+MAX_GREP_FILES = 24
+
+
+@dataclass
+class DriftEntry:
+    file: str
+    name: str
+    upstream: str
+    path: str
+    kind: str
+    old_lines: tuple[int, int] | None = None
+    new_lines: tuple[int, int] | None = None
+    new_path: str | None = None
+    candidates: list[tuple[str, str, int, float]] = field(default_factory=list)  # name, path, line, similarity
+    diff: str | None = None
+    anchors: list[tuple[str, int | None, int | None, int]] = field(default_factory=list)  # at, old, new, matches
+    target: str = ""  # "v0.6.17 (a0a6b019b9b2)" or a directory
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "name": self.name, "upstream": self.upstream, "path": self.path,
+                "kind": self.kind, "target": self.target,
+                "old_lines": list(self.old_lines) if self.old_lines else None,
+                "new_lines": list(self.new_lines) if self.new_lines else None,
+                "new_path": self.new_path,
+                "candidates": [{"name": n, "path": p, "line": ln, "similarity": round(s, 3)}
+                               for n, p, ln, s in self.candidates],
+                "anchors": [{"at": a, "old_line": o, "new_line": n, "matches": c} for a, o, n, c in self.anchors],
+                "diff": self.diff}
+
+
+class MergedIndex:
+    """Several single-upstream indexes behind one Index API (dispatch by upstream)."""
+
+    def __init__(self, parts):
+        self.parts = {}
+        for p in parts:
+            for u in p.upstreams():
+                self.parts[u] = p
+
+    def upstreams(self):
+        return sorted(self.parts)
+
+    def _p(self, up):
+        return self.parts[up]
+
+    def files(self, upstream=None):
+        if upstream is not None:
+            return self._p(upstream).files(upstream) if upstream in self.parts else []
+        return [f for u, p in self.parts.items() for f in p.files(u)]
+
+    def file(self, upstream, path):
+        return self._p(upstream).file(upstream, path) if upstream in self.parts else None
+
+    def source(self, upstream, path):
+        return self._p(upstream).source(upstream, path)
+
+    def symbols_in(self, upstream, path):
+        return self._p(upstream).symbols_in(upstream, path) if upstream in self.parts else []
+
+    def all_symbols(self):
+        return [s for p in {id(p): p for p in self.parts.values()}.values() for s in p.all_symbols()]
+
+    def symbol(self, key):
+        return self._p(key.split(":", 1)[0]).symbol(key)
+
+    def find(self, name, upstream=None):
+        if upstream is not None:
+            return self._p(upstream).find(name, upstream) if upstream in self.parts else []
+        return [s for u, p in self.parts.items() for s in p.find(name, u)]
+
+    def resolve(self, spec):
+        up = spec.split(":", 1)[0] if ":" in spec and "::" not in spec.split(":", 2)[0] + ":" else None
+        if up in self.parts:
+            return self.parts[up].resolve(spec)
+        first = next(iter(self.parts.values()))
+        return first.resolve(spec)
+
+    def callees(self, sym):
+        return self._p(sym.upstream).callees(sym)
+
+    def callers(self, sym):
+        return self._p(sym.upstream).callers(sym)
+
+    def facts(self, sym):
+        return self._p(sym.upstream).facts(sym)
+
+    def callgraph(self, sym, reverse=False, depth=1):
+        return self._p(sym.upstream).callgraph(sym, reverse=reverse, depth=depth)
+
+    def enclosing(self, upstream, path, line):
+        return self._p(upstream).enclosing(upstream, path, line)
+
+    def text_of(self, sym):
+        return self._p(sym.upstream).text_of(sym)
+
+
+def _search_roots(config: Config, upstream: str) -> list[str]:
+    try:
+        from annotate.upstreams import get_upstream
+
+        return list(get_upstream(config, upstream).paths)
+    except Exception:
+        return []
+
+
+def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
+    """(Index of B, description of B) or raises ValueError with the reason."""
+    paths = sorted({n.path for n in notes})
+    bares = sorted({n.qualified_name.split("::")[-1] for n in notes})
+    if tree:
+        root = Path(tree)
+        if not root.is_dir():
+            raise ValueError(f"--against-dir {tree}: no such directory")
+        extra: set[str] = set()
+        for sub in _search_roots(config, upstream) or [""]:
+            base = root / sub
+            if not base.is_dir():
+                continue
+            for f in sorted(base.rglob("*")):
+                if len(extra) >= MAX_GREP_FILES * 4 or not f.is_file() or f.suffix not in (".h", ".cuh", ".cu", ".cpp", ".hpp", ".py"):
+                    continue
+                try:
+                    txt = f.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if any(b in txt for b in bares):
+                    extra.add(f.relative_to(root).as_posix())
+        present = sorted({p for p in paths if (root / p).is_file()} | extra)
+        return indexer(upstream, root, present), f"{root}"
+    d = git_dir_for(config, upstream, git_dir)
+    if d is None:
+        raise ValueError(f"no local git mirror of {upstream}: set ANNOTATE_URL_{upstream.upper().replace('-', '_')} "
+                         f"to a local clone/mirror or pass --git-dir")
+    repo = GitRepo(d)
+    commit = repo.rev_parse(ref)
+    if commit is None:
+        raise ValueError(f"{ref!r} is not a commit in {d}")
+    tmp = Path(tempfile.mkdtemp(prefix="annotate-drift-"))
+    got = set(repo.export(commit, paths, tmp))
+    roots = _search_roots(config, upstream)
+    extra: list[str] = []
+    for b in bares:
+        for p in repo.grep_files(commit, b, roots or ["."]):
+            if p not in got and p not in extra and p.endswith((".h", ".cuh", ".cu", ".cpp", ".hpp", ".py")):
+                extra.append(p)
+    got |= set(repo.export(commit, extra[:MAX_GREP_FILES], tmp))
+    return indexer(upstream, tmp, sorted(got)), f"{ref} ({commit[:12]})"
+
+
+def run_drift(config: Config, report, index, *, ref: str | None, tree: str | None, git_dir: str | None,
+              upstream: str | None, indexer) -> None:
+    notes = [o.note for o in report.result.outcomes if o.note is not None]
+    ups = sorted({n.upstream for n in notes if n.upstream})
+    if upstream:
+        ups = [u for u in ups if u == upstream]
+    if tree and len(ups) > 1:
+        report.drift_diagnostics.append(Diagnostic(
+            "error", f"--against-dir is one version of one upstream, but the annotations span {', '.join(ups)}",
+            code="drift", detail="add --upstream NAME"))
+        return
+    for up in ups:
+        mine = [n for n in notes if n.upstream == up]
+        try:
+            other, target = _other_index(config, up, mine, ref, tree, git_dir, indexer)
+        except Exception as exc:
+            report.drift_diagnostics.append(Diagnostic("error", f"drift for {up}: {exc}", code="drift"))
+            continue
+        for n in mine:
+            try:
+                e = drift_one(index, other, n)
+            except Exception as exc:
+                src = n.source
+                report.drift_diagnostics.append(Diagnostic(
+                    "error", f"internal error computing drift of {n.qualified_name}: {type(exc).__name__}: {exc}",
+                    file=src.file if src else None, line=src.line if src else None, code="internal"))
+                continue
+            e.target = target
+            report.drift.append(e)
+            d = drift_diagnostic(e, n)
+            if d is not None:
+                report.drift_diagnostics.append(d)
+
+
+def drift_one(index, other, n) -> DriftEntry:
+    src = n.source
+    e = DriftEntry(file=src.file if src else "", name=n.qualified_name, upstream=n.upstream, path=n.path, kind="")
+    a = n.symbol
+    a_body = api._safe(index.text_of, a, default=None) if a is not None else None
+    if a is not None:
+        e.old_lines = (a.start_line, a.end_line)
+    want_fp = n.fingerprint or (a.fingerprint if a is not None else None)
+    same = [s for s in api._safe(other.symbols_in, n.upstream, n.path, default=[]) or []
+            if s.qualified_name == n.qualified_name]
+    if n.signature and len(same) > 1:
+        same = [s for s in same if api._sig_matches(n.signature, s)] or same
+    if len(same) > 1 and a is not None:
+        # pick the one most like A's (same signature first, then body similarity)
+        by_sig = [s for s in same if s.signature == a.signature]
+        same = by_sig if len(by_sig) == 1 else same
+    if len(same) > 1:
+        e.kind = "ambiguous"
+        e.candidates = [(s.qualified_name, s.path, s.start_line, 0.0) for s in same]
+        return e
+    if len(same) == 1:
+        b = same[0]
+        b_body = api._safe(other.text_of, b, default="") or ""
+        e.new_lines = (b.start_line, b.end_line)
+        if want_fp is not None and b.fingerprint == want_fp:
+            e.kind = "moved" if (e.old_lines and e.old_lines[0] != b.start_line) else "unchanged"
+        else:
+            e.kind = "changed"
+            if a_body is not None:
+                e.diff = short_diff(a_body, b_body, f"{n.path} (annotated)", f"{n.path} (at target)",
+                                    a.start_line, b.start_line)
+        for note in n.notes:
+            hits = find_anchor(b_body, note.at)
+            e.anchors.append((note.at, note.line, b.start_line + hits[0][0] if len(hits) == 1 else None, len(hits)))
+        return e
+    # not in its file under that name
+    elsewhere = [s for s in api._safe(other.find, n.qualified_name, n.upstream, default=[]) or []
+                 if s.qualified_name == n.qualified_name and s.path != n.path]
+    if elsewhere:
+        e.kind = "moved-file"
+        e.new_path = elsewhere[0].path
+        e.new_lines = (elsewhere[0].start_line, elsewhere[0].end_line)
+        e.candidates = [(s.qualified_name, s.path, s.start_line, 1.0) for s in elsewhere]
+        return e
+    pool = [s for s in api._safe(other.all_symbols, default=[]) or [] if s.upstream == n.upstream]
+    exact = [s for s in pool if want_fp and s.fingerprint == want_fp]
+    if exact:
+        e.kind = "renamed"
+        e.candidates = [(s.qualified_name, s.path, s.start_line, 1.0) for s in exact]
+        return e
+    if a_body:
+        scored = []
+        a_norm = _norm_body(a_body, a.name if a else "")
+        for s in pool:
+            if a is not None and s.kind != a.kind:
+                continue
+            t = api._safe(other.text_of, s, default="") or ""
+            sm = difflib.SequenceMatcher(None, a_norm, _norm_body(t, s.name), autojunk=False)
+            if sm.real_quick_ratio() < SIMILAR or sm.quick_ratio() < SIMILAR:
+                continue
+            r = sm.ratio()
+            if r >= SIMILAR:
+                scored.append((r, s))
+        scored.sort(key=lambda x: -x[0])
+        if scored:
+            e.kind = "renamed"
+            e.candidates = [(s.qualified_name, s.path, s.start_line, r) for r, s in scored[:3]]
+            return e
+    e.kind = "removed"
+    return e
+
+
+def _norm_body(text: str, name: str) -> str:
+    # compare bodies without the function's own name, so a renamed twin scores as equal
+    return " ".join(text.replace(name, "_").split()) if name else " ".join(text.split())
+
+
+def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
+    src = n.source
+    loc = dict(file=src.file if src else None, line=src.line if src else None,
+               column=src.column if src else None, symbol=e.name)
+    span = lambda t: f"{t[0]}-{t[1]}" if t else "?"  # noqa: E731
+    lost = [a for a in e.anchors if a[2] is None]
+    anchor_txt = ""
+    if e.anchors:
+        anchor_txt = "\n".join(f"anchor {a!r}: line {o} → " + (f"line {nl}" if nl else f"{c} matches (re-anchor it)")
+                               for a, o, nl, c in e.anchors)
+    if e.kind == "unchanged":
+        return None if not lost else Diagnostic("warning", f"at {e.target}: {len(lost)} anchor(s) of {e.name} no longer match",
+                                                code="drift-anchor", detail=anchor_txt, **loc)
+    if e.kind == "moved":
+        sev = "warning" if lost else "info"
+        return Diagnostic(sev, f"at {e.target}: {e.name} moved, lines {span(e.old_lines)} → {span(e.new_lines)} "
+                          "(same body; notes follow it)", code="drift-moved", detail=anchor_txt or None, **loc)
+    if e.kind == "changed":
+        detail = "\n".join(x for x in (e.diff, anchor_txt) if x) or None
+        return Diagnostic("warning", f"at {e.target}: {e.name} changed (lines {span(e.old_lines)} → "
+                          f"{span(e.new_lines)}); its notes would be stale", code="drift-changed", detail=detail, **loc)
+    if e.kind == "moved-file":
+        return Diagnostic("warning", f"at {e.target}: {e.name} is in {e.new_path} (lines {span(e.new_lines)}), "
+                          f"no longer in {e.path}", code="drift-moved-file", **loc)
+    if e.kind == "renamed":
+        cands = "\n".join(f"{c} ({p}:{ln}, similarity {s:.2f})" for c, p, ln, s in e.candidates)
+        return Diagnostic("warning", f"at {e.target}: no {e.name}; renamed? {e.candidates[0][0]}",
+                          code="drift-renamed", detail="candidates:\n" + cands, **loc)
+    if e.kind == "ambiguous":
+        cands = "\n".join(f"{c} ({p}:{ln})" for c, p, ln, _ in e.candidates)
+        return Diagnostic("warning", f"at {e.target}: {e.name} has {len(e.candidates)} definitions; add `signature:`",
+                          code="drift-ambiguous", detail=cands, **loc)
+    return Diagnostic("error", f"at {e.target}: {e.name} was removed (nothing with its name or body in the files searched)",
+                      code="drift-removed", **loc)
+
+
+def format_drift(entries: list[DriftEntry]) -> str:
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e.kind] = counts.get(e.kind, 0) + 1
+    targets = sorted({e.target for e in entries})
+    order = ["unchanged", "moved", "changed", "renamed", "moved-file", "ambiguous", "removed"]
+    parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
+    return f"drift to {', '.join(targets)}: {len(entries)} functions: " + ", ".join(parts)

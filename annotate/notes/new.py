@@ -1,0 +1,200 @@
+"""`annotate new SYMBOL`: a stub entry for one function, in the right annotation file."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotate.config import Config
+from annotate.errors import AnnotateError, UsageError
+from annotate.notes import api
+from annotate.notes.history import BodyStore
+from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
+
+MAX_MEMORY = 8
+MAX_CALLS = 12
+
+
+@dataclass
+class NewResult:
+    file: Path
+    key: str
+    line: int
+    created: bool
+
+
+def _q(s: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _plain_key(name: str) -> str:
+    return name if all(c.isalnum() or c in "_:@.~" for c in name) and not name[0].isdigit() else _q(name)
+
+
+def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
+    """The entry's lines, indented for a `functions:` mapping at column 0."""
+    facts = api._safe(index.facts, sym, default=[]) or []
+    edges = api._safe(index.callees, sym, default=[]) or []
+    out = [f"  {_plain_key(key)}:"]
+    if need_signature:
+        out.append(f"    signature: {_q(sym.signature)}")
+    from annotate.notes.edit import fp_scalar
+
+    out.append(f"    fingerprint: {fp_scalar(sym.fingerprint)}")
+    out.append(f"    # {sym.kind} at {sym.path}:{sym.start_line}-{sym.end_line}; `annotate check` warns while a TODO is left")
+    out.append(f"    summary: {api.TODO} what it computes")
+    out.append(f"    decomposition: {api.TODO} grid / block / warp / thread mapping")
+    barriers = [f for f in facts if f.kind in ("barrier", "sync") or "sync" in f.kind]
+    movers = [f for f in facts if f not in barriers]
+    if movers:
+        out.append("    memory:  # one entry per auto-detected fact: merge, fill in, delete the rest")
+        kinds: dict[str, list] = {}
+        for f in movers:
+            kinds.setdefault(f.kind, []).append(f)
+        for kind, fs in list(kinds.items())[:MAX_MEMORY]:
+            where = ", ".join(str(f.line) for f in fs[:6]) + (" …" if len(fs) > 6 else "")
+            out.append(f"      - what: {api.TODO}  # {kind} at line {where}: {fs[0].detail[:80]}")
+            out.append(f"        path: {_q(api.TODO + ' from → to')}")
+            out.append(f"        how: {_q(kind + ': ' + fs[0].detail[:120])}")
+    else:
+        out.append("    memory: []  # the index found no memory-access facts here")
+    if barriers:
+        lines = ", ".join(f"{f.line} {f.detail[:40]}" for f in barriers[:6])
+        out.append(f"    sync: {api.TODO} where threads synchronise and why  # barriers at {lines}")
+    else:
+        out.append(f"    sync: {api.TODO} where threads synchronise and why  # the index found no barrier")
+    out.append(f"    first_look: {api.TODO} what a learner should look at first")
+    seen: list[str] = []
+    for e in edges:
+        n = e.callee_name
+        if n not in seen:
+            seen.append(n)
+    if seen:
+        out.append("    # calls seen by the index (add `calls: {NAME: note}` for the ones worth a word):")
+        for n in seen[:MAX_CALLS]:
+            out.append(f"    #   {n}")
+    return out
+
+
+def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewResult:
+    root = Path(root) if root else config.annotations_dir
+    sym = index.resolve(spec)  # UsageError with candidates when ambiguous / unknown
+    why = api.check_upstream_path(sym.upstream, sym.path)
+    if why:
+        raise UsageError(why)
+    target = api.annotation_file_for(root, sym.upstream, sym.path)
+    same_name = [s for s in api._safe(index.symbols_in, sym.upstream, sym.path, default=[]) or []
+                 if s.qualified_name == sym.qualified_name]
+    need_sig = len(same_name) > 1
+    store = BodyStore(config)
+    store.put(sym.fingerprint, api._safe(index.text_of, sym, default="") or "")
+    if not target.exists():
+        ref = api.expected_schema_ref(config, target)
+        text = "\n".join([api.SCHEMA_LINE_PREFIX + ref,
+                          f"upstream: {sym.upstream}",
+                          f"path: {_q(sym.path) if ':' in sym.path or ' ' in sym.path else sym.path}",
+                          f"overview: {api.TODO} what this file is for",
+                          "functions:",
+                          *stub_lines(index, sym, sym.qualified_name, need_sig)]) + "\n"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write(target, text)
+        return NewResult(target, sym.qualified_name, 6, True)
+
+    try:
+        text = decode(target.read_bytes())
+        loaded = load_yaml(text)
+    except (OSError, YamlProblem) as exc:
+        raise AnnotateError(f"{api.display_path(config, target)}: cannot add to this file: "
+                            f"{getattr(exc, 'message', exc)}", hint="run `annotate check` and fix it first")
+    data = loaded.data if isinstance(loaded.data, dict) else None
+    if data is None:
+        raise AnnotateError(f"{api.display_path(config, target)}: not a mapping", hint="run `annotate check`")
+    funcs = data.get("functions") or {}
+    if not isinstance(funcs, dict):
+        raise AnnotateError(f"{api.display_path(config, target)}: functions: is not a mapping",
+                            hint="run `annotate check`")
+    # an existing entry for this very definition?
+    taken = [k for k in funcs if k.split("@", 1)[0].strip() == sym.qualified_name]
+    for k in taken:
+        entry = funcs[k] if isinstance(funcs[k], dict) else {}
+        sig = entry.get("signature")
+        if not need_sig or (isinstance(sig, str) and api._sig_matches(sig, sym)) or sig is None and len(taken) == 1 and not need_sig:
+            line = loaded.keys.get(("functions", k), (None,))[0]
+            raise UsageError(f"{api.display_path(config, target)}:{line}: '{k}' is already annotated there",
+                             hint="edit it, or `annotate check --refresh` to record the current fingerprint")
+    key = sym.qualified_name
+    if key in funcs:
+        n = 2
+        while f"{key}@{n}" in funcs:
+            n += 1
+        key = f"{key}@{n}"
+    lines = stub_lines(index, sym, key, need_sig or bool(taken))
+    new_text, line = _insert(text, loaded, lines)
+    try:
+        check = load_yaml(new_text).data
+        ok = isinstance(check.get("functions"), dict) and key in check["functions"] and all(
+            check["functions"].get(k) == v for k, v in funcs.items()) and {
+            k: v for k, v in check.items() if k != "functions"} == {k: v for k, v in data.items() if k != "functions"}
+    except (YamlProblem, AttributeError):
+        ok = False
+    if not ok:
+        new_text, line = _insert_ruamel(text, lines, key)
+    _write(target, new_text)
+    return NewResult(target, key, line, False)
+
+
+def _write(p: Path, text: str) -> None:
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
+    """Append the stub at the end of the `functions:` block (text-level, layout kept)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    data = loaded.data
+    if "functions" not in data:
+        at = len(lines)
+        lines += ["functions:", *stub]
+        return "\n".join(lines) + "\n", at + 2
+    fline = loaded.keys[("functions",)][0]
+    funcs = data["functions"] or {}
+    indent = 2
+    if funcs:
+        first = next(iter(funcs))
+        indent = loaded.keys[("functions", first)][1] - 1
+    block = [" " * indent + ln[2:] for ln in stub]
+    # the next top-level key after functions: insert before it (and before the comments and
+    # blank lines that lead up to it)
+    later = [pos[0] for kp, pos in loaded.keys.items() if len(kp) == 1 and pos[0] > fline]
+    end = (min(later) - 1) if later else len(lines)
+    while end > fline and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")) and later:
+        end -= 1
+    lines[end:end] = block
+    return "\n".join(lines) + "\n", end + 1
+
+
+def _insert_ruamel(text: str, stub: list[str], key: str) -> tuple[str, int]:
+    import io
+
+    from annotate.notes.edit import roundtrip_yaml
+
+    y = roundtrip_yaml()
+    doc = y.load(io.StringIO(text))
+    entry = y.load(io.StringIO("\n".join(ln[2:] for ln in stub) + "\n"))
+    funcs = doc.get("functions")
+    if funcs is None or not hasattr(funcs, "insert"):
+        doc["functions"] = funcs = entry.__class__()
+    if hasattr(funcs, "fa"):
+        funcs.fa.set_block_style()
+    funcs[key] = entry[key]
+    out = io.StringIO()
+    y.dump(doc, out)
+    new = out.getvalue()
+    line = next((i + 1 for i, ln in enumerate(new.split("\n")) if ln.strip().startswith(key)), 1)
+    return new, line

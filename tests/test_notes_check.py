@@ -1,0 +1,261 @@
+"""`annotate check` on small annotation files against the in-memory fake index: one test per
+error class, plus --refresh, --json and the exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from annotate.notes.check import StaleExplainer, format_report, run_check
+from annotate.notes.history import BodyStore
+from tests.notes_support import NORM_SRC, FakeIndex, write_annotation
+
+UP, PATH = "demo", "include/demo/norm.cuh"
+
+
+@pytest.fixture
+def index():
+    return FakeIndex({(UP, PATH): NORM_SRC, (UP, "include/demo/other.cuh"): "namespace demo {\nvoid helper(int n) {\n  n++;\n}\n}\n"})
+
+
+@pytest.fixture
+def root(tmp_path):
+    return tmp_path / "annotations"
+
+
+def fp_of(index, name):
+    return next(s for s in index.all_symbols() if s.qualified_name == name).fingerprint
+
+
+def check(tmp_config, index, root, body, name=None, **kw):
+    name = name or PATH
+    write_annotation(root, UP, name, body, config=tmp_config)
+    return run_check(tmp_config, index, root, explainer=StaleExplainer(tmp_config), **kw)
+
+
+def codes(report, severity=None):
+    return [d.code for d in report.diagnostics if severity in (None, d.severity)]
+
+
+def only(report, code):
+    ds = [d for d in report.diagnostics if d.code == code]
+    assert len(ds) == 1, [d.format() for d in report.diagnostics]
+    return ds[0]
+
+
+HEAD = f"upstream: {UP}\npath: {PATH}\n"
+
+
+def test_clean_file_is_ok(tmp_config, index, root):
+    fp = fp_of(index, "demo::norm::RMSNormKernel")
+    r = check(tmp_config, index, root, HEAD + f"""functions:
+  demo::norm::RMSNormKernel:
+    fingerprint: {fp}
+    summary: {{en: sums squares, zh: 平方和}}
+    calls: {{warp_reduce: butterfly}}
+    notes:
+      - at: "sum_sq = warp_reduce( sum_sq )"
+        text: the reduction
+""")
+    assert r.diagnostics == [], format_report(r)
+    assert r.exit_code() == 0 and r.counts()["ok"] == 1
+    fn = r.result.set.files[0].functions[0]
+    assert fn.status == "ok" and fn.summary.zh == "平方和"
+    assert fn.notes[0].line == 12  # whitespace-insensitive anchor found on its line
+    assert r.result.set.for_symbol(fn.symbol) is fn
+
+
+def test_yaml_syntax_error_has_position(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  a: [1, 2\n  b: 3\n")
+    d = only(r, "yaml-syntax")
+    assert d.line is not None and d.column is not None and d.file.endswith("norm.cuh.yaml")
+    assert r.exit_code() == 1
+
+
+def test_schema_error_names_key_and_position(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    summary: [a, b]\n")
+    d = only(r, "wrong-type")
+    assert "functions.demo::norm::warp_reduce.summary" in d.message and (d.line, d.column) == (6, 14)
+
+
+def test_unknown_key_did_you_mean(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    summery: x\n    memory:\n      - what: a\n        path: b\n        hwo: c\n")
+    msgs = [d.message for d in r.diagnostics if d.code == "unknown-key"]
+    assert any("did you mean 'summary'" in m for m in msgs)
+    assert any("did you mean 'how'" in m for m in msgs)
+    top = check(tmp_config, index, root, HEAD + "overveiw: x\n")
+    assert "did you mean 'overview'" in only(top, "unknown-key").message
+
+
+def test_missing_required_key(tmp_config, index, root):
+    r = check(tmp_config, index, root, f"path: {PATH}\n")
+    assert "missing required key 'upstream'" in only(r, "missing-key").message
+
+
+def test_location_mismatch(tmp_config, index, root):
+    r = check(tmp_config, index, root, f"upstream: {UP}\npath: include/demo/other.cuh\n")
+    d = only(r, "location-mismatch")
+    assert "other.cuh.yaml" in d.message and d.line == 3
+
+
+@pytest.mark.parametrize("bad", ["../etc/passwd", "/etc/passwd", "include/../../x.cuh", "include\\\\demo.cuh", "./include/demo/norm.cuh"])
+def test_paths_outside_upstream_refused(tmp_config, index, root, bad):
+    r = check(tmp_config, index, root, f"upstream: {UP}\npath: \"{bad}\"\n")
+    assert "path-outside" in codes(r), format_report(r)
+    assert r.exit_code() == 1
+
+
+def test_missing_file_suggests_nearest(tmp_config, index, root):
+    r = check(tmp_config, index, root, f"upstream: {UP}\npath: include/demo/nrom.cuh\n", name="include/demo/nrom.cuh")
+    assert "did you mean include/demo/norm.cuh" in only(r, "missing-file").message
+
+
+def test_unknown_upstream(tmp_config, index, root):
+    write_annotation(root, "dmeo", PATH, f"upstream: dmeo\npath: {PATH}\n", config=tmp_config)
+    r = run_check(tmp_config, index, root)
+    assert "did you mean 'demo'" in only(r, "unknown-upstream").message
+
+
+def test_unresolved_symbol_nearest_names(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_redcue: {summary: x}\n  demo::helper: {summary: y}\n")
+    ds = [d for d in r.diagnostics if d.code == "unresolved"]
+    assert "did you mean 'demo::norm::warp_reduce'" in ds[0].message
+    assert "include/demo/other.cuh" in ds[1].detail  # defined in another file
+    assert r.counts()["broken"] == 2
+
+
+def test_unqualified_name_resolves_with_warning(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  warp_reduce: {summary: x}\n")
+    assert "demo::norm::warp_reduce" in only(r, "not-qualified").message
+    assert r.result.set.files[0].functions[0].symbol is not None
+
+
+def test_ambiguous_symbol_and_signature(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::Launch: {summary: x}\n")
+    d = only(r, "ambiguous")
+    assert "Launch(int n)" in d.detail and "Launch(float x)" in d.detail
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::Launch: {signature: float x, summary: x}\n"
+              "  demo::norm::Launch@int: {signature: 'Launch(int', summary: y}\n")
+    assert "ambiguous" not in codes(r)
+    lines = sorted(f.symbol.start_line for f in r.result.set.files[0].functions)
+    assert lines == [23, 27]
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::Launch: {signature: double, summary: x}\n")
+    assert "signature-mismatch" in codes(r)
+
+
+def test_anchor_missing_and_ambiguous(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + """functions:
+  demo::norm::RMSNormKernel:
+    notes:
+      - at: "input[i]"
+        text: twice on one line
+      - at: "sum_sq += float(input[j])"
+        text: nowhere
+      - at: "x += shfl_xor(x, 16)"
+        text: in another function
+""")
+    amb = only(r, "anchor-ambiguous")
+    assert "2 places" in amb.message and amb.line == 7
+    miss = [d for d in r.diagnostics if d.code == "anchor-missing"]
+    assert len(miss) == 2 and "closest line 10" in miss[0].detail
+    assert r.counts()["broken"] == 1 and r.exit_code() == 1
+
+
+def test_call_not_found_is_warning(tmp_config, index, root):
+    fp = fp_of(index, "demo::norm::warp_reduce")
+    r = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    calls: {{shfl_xor: ok, nope: no}}\n")
+    assert codes(r) == ["call-not-found"] and r.exit_code() == 0 and r.exit_code(strict=True) == 1
+
+
+def test_missing_fingerprint_warns_and_refresh_writes_it(tmp_config, index, root):
+    body = HEAD + "# a comment that must survive\nfunctions:\n  demo::norm::warp_reduce:   # trailing\n    summary: x  # why\n"
+    r = check(tmp_config, index, root, body)
+    d = only(r, "no-fingerprint")
+    assert "annotate check --refresh" in d.message and r.exit_code() == 0
+    r = run_check(tmp_config, index, root, refresh=True)
+    assert r.refreshed == 1 and r.diagnostics == []
+    text = (root / UP / f"{PATH}.yaml").read_text()
+    fp = fp_of(index, "demo::norm::warp_reduce")
+    assert f"    fingerprint: {fp}\n" in text
+    assert "# a comment that must survive" in text and "# trailing" in text and "summary: x  # why" in text
+    assert BodyStore(tmp_config).get(fp) is not None
+
+
+def test_stale_with_diff_from_stored_body(tmp_config, index, root):
+    old_src = NORM_SRC.replace("x += shfl_xor(x, 8);", "x += shfl_xor(x, 4);")
+    old = FakeIndex({(UP, PATH): old_src})
+    sym = next(s for s in old.all_symbols() if s.name == "warp_reduce")
+    BodyStore(tmp_config).put(sym.fingerprint, old.text_of(sym))
+    r = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {sym.fingerprint}\n")
+    d = only(r, "stale")
+    assert d.severity == "warning" and r.exit_code() == 0 and r.exit_code(strict=True) == 1
+    assert "-  x += shfl_xor(x, 4);" in d.detail and "+  x += shfl_xor(x, 8);" in d.detail
+    assert "@@ -2,3 +18,3 @@" in d.detail  # the new side is numbered in file lines
+    assert r.counts()["stale"] == 1
+
+
+def test_stale_without_history_shows_current_lines(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    fingerprint: 00000000000000ff\n")
+    d = only(r, "stale")
+    assert "cannot be recovered" in d.detail and "x += shfl_xor(x, 16);" in d.detail
+
+
+def test_bad_fingerprint_format(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    fingerprint: 1234\n")
+    assert only(r, "wrong-type").line == 6
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    fingerprint: xyz\n")
+    assert "16 lowercase hex" in only(r, "bad-value").message
+
+
+def test_schema_line_missing_or_wrong(tmp_config, index, root):
+    write_annotation(root, UP, PATH, HEAD, schema_line=None)
+    r = run_check(tmp_config, index, root)
+    d = only(r, "schema-line")
+    assert d.severity == "warning" and "yaml-language-server: $schema=" in d.detail
+    write_annotation(root, UP, PATH, HEAD, schema_line="# yaml-language-server: $schema=../schema.json")
+    assert "schema/annotation.schema.json" in only(run_check(tmp_config, index, root), "schema-line").message
+
+
+def test_one_bad_function_does_not_hide_others(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce: {summary: [1]}\n  demo::norm::RMSNormKernel: {summary: fine}\n")
+    names = [f.qualified_name for f in r.result.set.files[0].functions]
+    assert names == ["demo::norm::RMSNormKernel"]
+    assert r.counts() | {} == r.counts() and r.counts()["broken"] == 1
+
+
+def test_courses(tmp_config, index, root):
+    c = root / "courses" / "demo-course.yaml"
+    c.parent.mkdir(parents=True)
+    c.write_text("id: demo-course\ntitle: {en: Demo, zh: 演示}\nsteps:\n  - id: day-1\n    title: norm\n"
+                 "    refs: [demo:include/demo/norm.cuh, demo:demo::norm::RMSNormKernel, demo:nope::x, demo:include/x.cuh]\n")
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce: {course: [day-1, day-9]}\n")
+    bad = [d for d in r.diagnostics if d.code == "bad-ref"]
+    assert len(bad) == 2 and bad[0].line == 6
+    assert "day-9" in only(r, "unknown-course").message
+    course = r.result.set.courses[0]
+    assert course.title.get("zh") == "演示" and course.steps[0].refs[0] == "demo:include/demo/norm.cuh"
+
+
+def test_json_output_and_summary(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce: {summary: x}\n  demo::norm::nope: {}\n")
+    j = json.loads(json.dumps(r.to_json()))
+    assert j["summary"]["functions"] == 2 and j["summary"]["broken"] == 1 and j["summary"]["errors"] == 1
+    assert {f["name"] for f in j["functions"]} == {"demo::norm::warp_reduce", "demo::norm::nope"}
+    assert "1 files, 2 functions: 1 ok, 0 stale, 1 broken" in r.summary_line()
+
+
+def test_internal_error_becomes_diagnostic(tmp_config, index, root):
+    class Exploding(FakeIndex):
+        def symbols_in(self, upstream, path):
+            raise RuntimeError("boom")
+
+        def text_of(self, sym):
+            raise RuntimeError("boom")
+
+    bad = Exploding({(UP, PATH): NORM_SRC})
+    bad.symbols_in = None  # not even callable: the loader must still cope
+    r = check(tmp_config, bad, root, HEAD + "functions:\n  demo::norm::warp_reduce: {}\n")
+    assert r.exit_code() == 1
+    assert all(isinstance(d.message, str) for d in r.diagnostics)
