@@ -17,8 +17,10 @@ from annotate.errors import AnnotateError
 
 # Stage command modules, in the order their commands appear in --help.
 COMMAND_MODULES = [
+    "annotate.fetch.cli",
     "annotate.index.cli",
     "annotate.notes.cli",
+    "site_builder.cli",
 ]
 
 
