@@ -63,8 +63,8 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
         pins = load_upstreams(config)
     chosen = {k: v for k, v in pins.items() if not upstreams or k in upstreams}
     previous = read_manifest(out)
-    stamp = input_stamp(config, chosen) if index is None else ""
-    if stamp and previous.stamp == stamp and _outputs_present(out, previous):
+    stamp = input_stamp(config, chosen)
+    if index is None and previous.stamp == stamp and _outputs_present(out, previous):
         return BuildReport(out, True, len(previous.pages), 0, 0, None, time.perf_counter() - t0)
 
     if index is None:

@@ -66,9 +66,11 @@ def build_page(plan: FilePlan, text: str, tokens: tuple[Line, ...]) -> FilePage:
     for m in plan.facts:
         marks_by_line[m.line].append(m)
     notes_by_line = {}
+    noted = set()
     for fv in plan.functions:
         for note in fv.inline_notes:
             notes_by_line.setdefault(note.line, note)
+            noted.update(range(note.line, note.end_line + 1))
     ascii_only = text.isascii()
 
     code_lines = []
@@ -81,7 +83,7 @@ def build_page(plan: FilePlan, text: str, tokens: tuple[Line, ...]) -> FilePage:
             pieces = (("", line_text, None),) if line_text else ()
         else:
             pieces = line_pieces(line_text, toks, lk or [], lb)
-        code_lines.append(CodeLine(no, pieces, tuple(marks_by_line.get(no, ())), no in notes_by_line))
+        code_lines.append(CodeLine(no, pieces, tuple(marks_by_line.get(no, ())), no in noted))
 
     own = owners(plan.functions, n)
     heads = {}
@@ -97,6 +99,19 @@ def build_page(plan: FilePlan, text: str, tokens: tuple[Line, ...]) -> FilePage:
         head = owner is not None and owner.start_line == start + 1
         sections.append(Section(owner, head, _rows(code_lines[start:end], notes_by_line)))
         start = end
+    # A function whose first line belongs to another one (two definitions on one line, a
+    # macro) still gets its anchor: on the section that shows that line.
+    headed = {id(s.function) for s in sections if s.head}
+    for fv in plan.functions:
+        if id(fv) in headed or fv.start_line > n:
+            continue
+        for i, sec in enumerate(sections):
+            if sec.rows and sec.rows[0].first <= fv.start_line <= sec.rows[-1].lines[-1].no:
+                anchor_sec = next((j for j in range(i, -1, -1) if sections[j].head), None)
+                if anchor_sec is not None:
+                    s0 = sections[anchor_sec]
+                    sections[anchor_sec] = Section(s0.function, True, s0.rows, s0.extra_anchors + (fv.anchor,))
+                break
     return FilePage(plan, tuple(sections), n)
 
 

@@ -11,24 +11,24 @@ import re
 
 # kind -> (marker, legend label, colour class)
 FACT_STYLES: dict[str, tuple[str, str, str]] = {
-    "shared-static": ("S", "__shared__ array (static)", "fa"),
-    "shared-dynamic": ("S*", "extern __shared__ (dynamic shared memory)", "fa"),
-    "shared": ("S", "shared memory", "fa"),
-    "cp-async": ("CA", "cp.async global → shared copy", "fb"),
-    "tma": ("TM", "TMA bulk copy", "fb"),
-    "barrier": ("B", "barrier / __syncthreads", "fc"),
-    "sync": ("B", "barrier / __syncthreads", "fc"),
-    "shuffle": ("SH", "warp shuffle", "fd"),
-    "warp-shuffle": ("SH", "warp shuffle", "fd"),
-    "mma": ("MM", "tensor-core mma", "fe"),
-    "ldmatrix": ("LM", "ldmatrix shared → registers", "fe"),
-    "vector-load": ("V", "vectorised global load/store", "ff"),
-    "vector": ("V", "vectorised global load/store", "ff"),
-    "atomic": ("AT", "atomic operation", "fg"),
-    "global-load": ("G", "global memory access", "ff"),
-    "register": ("R", "register array", "fh"),
+    "shared-static": ("S", "__shared__ array (static)", "fc1"),
+    "shared-dynamic": ("S*", "extern __shared__ (dynamic shared memory)", "fc1"),
+    "shared": ("S", "shared memory", "fc1"),
+    "cp-async": ("CA", "cp.async global → shared copy", "fc2"),
+    "tma": ("TM", "TMA bulk copy", "fc2"),
+    "barrier": ("B", "barrier / __syncthreads", "fc3"),
+    "sync": ("B", "barrier / __syncthreads", "fc3"),
+    "shuffle": ("SH", "warp shuffle", "fc4"),
+    "warp-shuffle": ("SH", "warp shuffle", "fc4"),
+    "mma": ("MM", "tensor-core mma", "fc5"),
+    "ldmatrix": ("LM", "ldmatrix shared → registers", "fc5"),
+    "vector-load": ("V", "vectorised global load/store", "fc6"),
+    "vector": ("V", "vectorised global load/store", "fc6"),
+    "atomic": ("AT", "atomic operation", "fc7"),
+    "global-load": ("G", "global memory access", "fc6"),
+    "register": ("R", "register array", "fc8"),
 }
-_PALETTE = ("fa", "fb", "fc", "fd", "fe", "ff", "fg", "fh")
+_PALETTE = ("fc1", "fc2", "fc3", "fc4", "fc5", "fc6", "fc7", "fc8")
 
 
 def fact_style(kind: str) -> tuple[str, str, str]:

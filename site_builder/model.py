@@ -69,9 +69,9 @@ class LegendEntry:
 
 @dataclass(frozen=True)
 class MemoryView:
-    what: str
+    what: TextView | None
     path: str
-    how: str
+    how: TextView | None
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ class NoteView:
 @dataclass(frozen=True)
 class InlineNoteView:
     line: int
+    end_line: int  # last line the anchor text covers
     at: str
     text: TextView
     stale: bool = False
@@ -152,7 +153,6 @@ class FunctionView:
     inline_notes: tuple[InlineNoteView, ...]
     graph: CallGraph | None
     source_url: str
-    extra_anchors: tuple[str, ...] = ()  # other functions starting on the same line
 
     @property
     def annotated(self) -> bool:
@@ -228,6 +228,15 @@ class Section:
     function: FunctionView | None
     head: bool
     rows: tuple[Row, ...]
+    extra_anchors: tuple[str, ...] = ()  # functions that start here but own no line of their own
+
+    @property
+    def lead_rows(self) -> int:
+        """Rows before the first one that carries an in-body note."""
+        for i, r in enumerate(self.rows):
+            if r.note is not None:
+                return i
+        return len(self.rows)
 
 
 @dataclass(frozen=True)
@@ -278,6 +287,7 @@ class UpstreamView:
 class CourseStepView:
     number: int
     id: str
+    anchor: str
     title: str
     text: TextView | None
     refs: tuple[Link, ...]

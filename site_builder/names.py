@@ -26,6 +26,11 @@ def course_page(course_id: str) -> str:
     return f"courses/{_UNSAFE.sub('_', course_id)}.html"
 
 
+def step_anchor(step_id: str) -> str:
+    """The id of a course step on its course page."""
+    return "step-" + _UNSAFE.sub("_", step_id)
+
+
 def asset_path(name: str) -> str:
     return f"{ASSETS_DIR}/{name}"
 

@@ -131,6 +131,13 @@ def text_view(t) -> TextView | None:
     return TextView(render_markdown(en), render_markdown(zh) if zh else None)
 
 
+def text_str(t) -> str:
+    """A Text or a string as one plain string (English): titles, table cells."""
+    if t is None:
+        return ""
+    return t if isinstance(t, str) else str(getattr(t, "en", "") or "")
+
+
 def _text_plain(t) -> str:
     if t is None:
         return ""
@@ -314,6 +321,8 @@ def _note_view(ctx: SiteContext, page: str, s, note) -> tuple[NoteView, tuple[In
         message = ("The code of this function changed since the note was written"
                    + (f" (fingerprint {seen} → {s.fingerprint})" if seen else "")
                    + "; read it with care.")
+    elif status == "unfingerprinted":
+        message = "No fingerprint recorded yet (`annotate check --refresh` writes one)."
     elif status != "ok":
         message = f"Annotation status: {status}."
     calls = []
@@ -332,11 +341,12 @@ def _note_view(ctx: SiteContext, page: str, s, note) -> tuple[NoteView, tuple[In
     courses = []
     for cid in getattr(note, "course", None) or ():
         if cid in ctx.courses:
-            courses.append(Link(ctx.courses[cid].title or cid, names.rel_href(page, names.course_page(cid)), cid))
+            courses.append(Link(text_str(ctx.courses[cid].title) or cid,
+                                names.rel_href(page, names.course_page(cid)), cid))
         else:
             courses.append(Link(cid, None, "no such course map yet"))
-    memory = tuple(MemoryView(str(getattr(m, "what", "") or ""), str(getattr(m, "path", "") or ""),
-                              str(getattr(m, "how", "") or ""))
+    memory = tuple(MemoryView(text_view(getattr(m, "what", None)), str(getattr(m, "path", "") or ""),
+                              text_view(getattr(m, "how", None)))
                    for m in getattr(note, "memory", None) or ())
     view = NoteView(
         status=status,
@@ -355,7 +365,9 @@ def _note_view(ctx: SiteContext, page: str, s, note) -> tuple[NoteView, tuple[In
         line = getattr(n, "line", None)
         tv = text_view(getattr(n, "text", None))
         if line and tv and s.start_line <= line <= s.end_line:
-            inline.append(InlineNoteView(line, str(getattr(n, "at", "")), tv, stale=(status == "stale")))
+            end = getattr(n, "end_line", None) or line
+            inline.append(InlineNoteView(line, min(max(end, line), s.end_line), str(getattr(n, "at", "")), tv,
+                                         stale=(status == "stale")))
     inline.sort(key=lambda n: n.line)
     return view, tuple(inline)
 
@@ -422,7 +434,7 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
             continue
         ups.append(UpstreamView(name, up.title, up.tag, up.commit, up.commit_url(), up.render,
                                 Coverage(tf, ta, ts_), tuple(rows)))
-    courses = tuple(CourseLink(c.title or c.id, names.rel_href(page, names.course_page(c.id)),
+    courses = tuple(CourseLink(text_str(c.title) or c.id, names.rel_href(page, names.course_page(c.id)),
                                len(c.steps or ())) for c in ctx.courses.values())
     diags = tuple(_diagnostic_text(d) for d in (getattr(ctx.annotations, "diagnostics", None) or ()))
     return IndexPage(page, names.root_prefix(page), tuple(ups), courses, diags)
@@ -431,11 +443,11 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
 def course_page(ctx: SiteContext, course) -> CoursePage:
     page = names.course_page(course.id)
     steps = tuple(
-        CourseStepView(i + 1, st.id, st.title or st.id, text_view(st.text),
+        CourseStepView(i + 1, st.id, names.step_anchor(st.id), text_str(st.title) or st.id, text_view(st.text),
                        tuple(ref_link(ctx, page, r) for r in (st.refs or ())))
         for i, st in enumerate(course.steps or ())
     )
-    view = CourseView(course.id, page, course.title or course.id, text_view(course.text), steps)
+    view = CourseView(course.id, page, text_str(course.title) or course.id, text_view(course.text), steps)
     return CoursePage(page, names.root_prefix(page), view)
 
 
@@ -462,5 +474,5 @@ def search_data(ctx: SiteContext) -> dict:
             page_no[page] = len(pages)
             pages.append(page)
         files.append([f"{up}:{path}", page_no[page]])
-    courses = [[c.title or c.id, names.course_page(c.id)] for c in ctx.courses.values()]
+    courses = [[text_str(c.title) or c.id, names.course_page(c.id)] for c in ctx.courses.values()]
     return {"v": 1, "pages": pages, "symbols": rows, "files": files, "courses": courses}

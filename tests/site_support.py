@@ -5,7 +5,6 @@ parser), and annotation objects shaped like annotate.notes' model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotate.index.model import CALL, LAUNCH, CallEdge, FileIndex, MemoryFact, Symbol
@@ -111,106 +110,51 @@ class FixtureIndex:
         return exact or [s for q, s in self.syms.items() if q.endswith("::" + name) or s.name == name]
 
 
-# ---- annotation objects shaped like annotate.notes' model --------------------------------
+# ---- annotations, as annotate.notes' model --------------------------------------------------
 
-@dataclass(frozen=True)
-class Text:
-    en: str
-    zh: str | None = None
+def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool = False):
+    from annotate.notes import model as M
 
-
-@dataclass(frozen=True)
-class MemoryNote:
-    what: str
-    path: str
-    how: str
-
-
-@dataclass(frozen=True)
-class InlineNote:
-    at: str
-    text: Text
-    line: int | None
-
-
-@dataclass(frozen=True)
-class FunctionNote:
-    qualified_name: str
-    symbol: Symbol | None
-    status: str = "ok"
-    summary: Text | None = None
-    decomposition: Text | None = None
-    sync: Text | None = None
-    first_look: Text | None = None
-    memory: tuple = ()
-    calls: dict = field(default_factory=dict)
-    notes: tuple = ()
-    course: tuple = ()
-    harness: str | None = None
-    fingerprint: str | None = None
-
-
-@dataclass(frozen=True)
-class CourseStep:
-    id: str
-    title: str
-    text: Text | None
-    refs: tuple
-
-
-@dataclass(frozen=True)
-class Course:
-    id: str
-    title: str
-    text: Text | None
-    steps: tuple
-
-
-@dataclass(frozen=True)
-class AnnotationFile:
-    upstream: str
-    path: str
-    overview: Text | None
-    functions: tuple = ()
-
-
-class FixtureAnnotations:
-    def __init__(self, notes: list[FunctionNote], courses=(), files=(), diagnostics=()):
-        self._by_key = {n.symbol.key: n for n in notes if n.symbol is not None}
-        self.courses = list(courses)
-        self.files = list(files)
-        self.diagnostics = list(diagnostics)
-
-    def for_symbol(self, sym):
-        return self._by_key.get(sym.key)
-
-
-def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool = False) -> FixtureAnnotations:
     kern = index.syms["demo::RMSNormKernel"]
     dk = index.syms["demo::DecodeKernel"]
     norm_text = index.source(UP, NORM)
     summary = "One block per row: sum of squares, **warp reduction**, then scale by `rsqrt`."
     if evil:
-        summary = ("Evil: <script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned=2\"> "
-                   "[click me](javascript:window.__pwned=3) <a href=\"javascript:alert(1)\" onclick=\"x()\">raw</a>")
-    notes = [
-        FunctionNote(
-            "demo::RMSNormKernel", kern, summary=Text(summary, "每行一个线程块。"),
-            decomposition=Text("grid = rows, block = 256 threads, each thread strides over `d`."),
-            memory=(MemoryNote("input row", "global → registers", "strided scalar loads"),),
-            sync=Text("One `__syncthreads()` after the per-warp partial sums land in shared memory."),
-            first_look=Text("The butterfly loop over `offset`."),
-            calls={"demo::math::shfl_xor_sync": Text("warp butterfly reduction")},
-            notes=(InlineNote("sum_sq += math::shfl_xor_sync", Text("Five butterfly steps reduce 32 lanes."),
-                              _line(norm_text, "sum_sq += math::shfl_xor_sync")),),
-            course=("demo-course",), harness="rmsnorm", fingerprint=kern.fingerprint,
-        ),
-        FunctionNote("demo::DecodeKernel", dk, status="stale" if stale_decode else "ok",
-                     summary=Text("A toy dot product, one warp."), fingerprint="ffffffffffffffff" if stale_decode else dk.fingerprint),
-    ]
-    course = Course("demo-course", "Demo course", Text("Read the norm, then the decode."), (
-        CourseStep("day-1", "RMSNorm", Text("Start with the kernel."), (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}")),
-        CourseStep("day-2", "Decode", None, (f"{UP}:demo::Decode", f"{UP}:no::such_thing")),
+        summary = EVIL_MARKDOWN
+    at_line = _line(norm_text, "sum_sq += math::shfl_xor_sync")
+    kn = M.FunctionNote(
+        "demo::RMSNormKernel", UP, NORM, kern, M.OK, fingerprint=kern.fingerprint,
+        current_fingerprint=kern.fingerprint,
+        summary=M.Text(summary, "每行一个线程块。"),
+        decomposition=M.Text("grid = rows, block = 256 threads, each thread strides over `d`."),
+        memory=(M.MemoryNote(M.Text("input row"), "global → registers", M.Text("strided scalar loads")),),
+        sync=M.Text("One `__syncthreads()` after the per-warp partial sums land in shared memory."),
+        first_look=M.Text("The butterfly loop over `offset`."),
+        calls={"demo::math::shfl_xor_sync": M.Text("warp butterfly reduction")},
+        notes=(M.InlineNote("sum_sq += math::shfl_xor_sync", M.Text("Five butterfly steps reduce 32 lanes."),
+                            at_line, at_line),),
+        course=("demo-course",), harness="rmsnorm",
+    )
+    dn = M.FunctionNote(
+        "demo::DecodeKernel", UP, DECODE, dk, M.STALE if stale_decode else M.OK,
+        fingerprint="ffffffffffffffff" if stale_decode else dk.fingerprint, current_fingerprint=dk.fingerprint,
+        summary=M.Text("A toy dot product, one warp; the partial sums meet in `warp_sum`."),
+    )
+    course = M.Course("demo-course", M.Text("Demo course"), M.Text("Read the norm, then the decode."), (
+        M.CourseStep("day-1", M.Text("RMSNorm"), M.Text("Start with the kernel."),
+                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}")),
+        M.CourseStep("day-2", M.Text("Decode"), None, (f"{UP}:demo::Decode", f"{UP}:no::such_thing")),
     ))
-    files = [AnnotationFile(UP, NORM, Text("Root-mean-square normalisation, one block per row."))]
-    return FixtureAnnotations(notes, [course], files)
+    files = [
+        M.AnnotationFile(f"annotations/{UP}/{NORM}.yaml", UP, NORM,
+                         M.Text("Root-mean-square normalisation, one block per row."), (kn,)),
+        M.AnnotationFile(f"annotations/{UP}/{DECODE}.yaml", UP, DECODE, None, (dn,)),
+    ]
+    return M.AnnotationSet(files=files, courses=[course], diagnostics=[])
+
+
+EVIL_MARKDOWN = (
+    "Evil: <script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned=2\"> "
+    "[click me](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\" onclick=\"window.__pwned=5\">raw</a> "
+    "[data](data:text/html;base64,PHNjcmlwdD4=) ![img](javascript:window.__pwned=6)"
+)
