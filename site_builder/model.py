@@ -40,11 +40,13 @@ class Link:
 
 @dataclass(frozen=True)
 class XRef:
-    """One edge in a function's caller/callee/launch list."""
+    """One entry in a function's caller/callee/launch list: the other function, once, with
+    the lines where the calls are (the first few; `more_sites` counts the rest)."""
 
     target: Link  # the other function (its definition where resolved)
     kind: str  # "call" | "launch"
-    site: Link  # the call site, "L123", linking to the line
+    sites: tuple[Link, ...]  # call sites, "L123" / "file.cuh:123", linking to the line
+    more_sites: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,9 +152,14 @@ class FunctionView:
     launches: tuple[XRef, ...]
     facts: tuple[FactMark, ...]
     note: NoteView | None
+    more_callers: int  # callers not listed (a helper with hundreds of callers lists a few)
     inline_notes: tuple[InlineNoteView, ...]
     graph: CallGraph | None
     source_url: str
+
+    @property
+    def caller_count(self) -> int:
+        return len(self.callers) + self.more_callers
 
     @property
     def annotated(self) -> bool:

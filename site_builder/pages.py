@@ -146,15 +146,19 @@ def _text_plain(t) -> str:
 
 # ---- links -------------------------------------------------------------------------------
 
-def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = None) -> Link:
-    """A link to a function's heading, or plain text when its file is not on the site."""
+def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = None,
+                titled: bool = True) -> Link:
+    """A link to a function's heading, or plain text when its file is not on the site.
+
+    `titled=False` leaves out the hover title (the long lists repeat it thousands of times).
+    """
     sym = ctx.all_symbols.get(key)
     lab = label or (sym.qualified_name if sym else names.split_key(key)[1])
     if key in ctx.symbols:
         page, anchor = names.symbol_href_target(key)
-        return Link(lab, names.rel_href(from_page, page, anchor), f"{sym.path}:{sym.start_line}")
+        return Link(lab, names.rel_href(from_page, page, anchor), f"{sym.path}:{sym.start_line}" if titled else "")
     where = f"{sym.path}:{sym.start_line} (not rendered)" if sym else "unresolved"
-    return Link(lab, None, where)
+    return Link(lab, None, where if titled else "")
 
 
 def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
@@ -262,20 +266,39 @@ def _called_identifier(callee_name: str) -> str:
     return name.strip()
 
 
+MAX_CALLERS = 12  # callers listed per function (the rest are counted)
+MAX_SITES = 3  # call sites listed per caller/callee pair
+
+
+def _group(edges, target_of, site_of) -> list[tuple]:
+    """Edges -> [(target key, kind, [edges])] in first-seen order."""
+    groups: dict[tuple, list] = {}
+    for e in edges:
+        groups.setdefault((target_of(e), e.kind), []).append(e)
+    return [(k[0], k[1], v) for k, v in groups.items()]
+
+
 def _function_view(ctx: SiteContext, page: str, up, s, out_edges: list, facts: list) -> FunctionView:
     callees, launches = [], []
-    for e in sorted(out_edges, key=lambda e: (e.line, e.column)):
-        target = (symbol_link(ctx, page, e.callees[0], label=_callee_label(ctx, e))
-                  if e.callees else Link(e.callee_name, None, "unresolved"))
-        xr = XRef(target, e.kind, Link(f"L{e.line}", names.rel_href(page, page, names.line_anchor(e.line))))
-        (launches if e.kind == "launch" else callees).append(xr)
+    ordered = sorted(out_edges, key=lambda e: (e.line, e.column))
+    for target, kind, es in _group(ordered, lambda e: e.callees[0] if e.callees else "?" + e.callee_name, None):
+        e0 = es[0]
+        link = (symbol_link(ctx, page, e0.callees[0], label=_callee_label(ctx, e0), titled=False)
+                if e0.callees else Link(e0.callee_name))
+        # The call sites are right below, linked in the code: only their number is listed.
+        xr = XRef(link, kind, (), len(es) - 1)
+        (launches if kind == "launch" else callees).append(xr)
     callers = []
-    for e in sorted(ctx.callers.get(s.key, ()), key=lambda e: (e.path, e.line)):
-        caller_page = names.source_page(names.split_key(e.caller)[0], e.path)
-        site = Link(f"{e.path.rsplit('/', 1)[-1]}:{e.line}",
-                    names.rel_href(page, caller_page, names.line_anchor(e.line))
-                    if (names.split_key(e.caller)[0], e.path) in ctx.rendered else None)
-        callers.append(XRef(symbol_link(ctx, page, e.caller), e.kind, site))
+    incoming = sorted(ctx.callers.get(s.key, ()), key=lambda e: (e.path != s.path, e.path, e.line))
+    groups = _group(incoming, lambda e: e.caller, None)
+    for caller, kind, es in groups[:MAX_CALLERS]:
+        cup = names.split_key(caller)[0]
+        caller_page = names.source_page(cup, es[0].path)
+        shown = (cup, es[0].path) in ctx.rendered
+        sites = tuple(Link(f"{e.path.rsplit('/', 1)[-1]}:{e.line}" if e.path != s.path else f"L{e.line}",
+                           names.rel_href(page, caller_page, names.line_anchor(e.line)) if shown else None)
+                      for e in es[:MAX_SITES])
+        callers.append(XRef(symbol_link(ctx, page, caller, titled=False), kind, sites, max(0, len(es) - MAX_SITES)))
     marks = tuple(_fact_mark(f) for f in sorted(facts, key=lambda f: (f.line, f.kind)))
     note = ctx.notes.get(s.key)
     note_view, inline = (None, ())
@@ -297,6 +320,7 @@ def _function_view(ctx: SiteContext, page: str, up, s, out_edges: list, facts: l
         launches=tuple(launches),
         facts=marks,
         note=note_view,
+        more_callers=max(0, len(groups) - MAX_CALLERS),
         inline_notes=inline,
         graph=graph_view,
         source_url=up.source_url(s.path, s.start_line),
