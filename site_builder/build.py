@@ -197,38 +197,46 @@ def _outputs_present(out: Path, m: Manifest) -> bool:
 
 # ---- rendering source pages (in worker processes) ---------------------------------------
 
+# The context of the build in progress, for render_source_page. Workers are forked, so
+# they inherit it (copy-on-write) instead of receiving pickled plans and source text.
+_CTX: dict = {}
+
+
 def _render_sources(config: Config, ctx, todo: list[tuple[str, str]], jobs: int | None,
                     progress: bool) -> dict[str, tuple[str, int]]:
-    cache = config.site_cache_dir() / "tokens"
-    work = []
-    for up, path in todo:
-        plan = pages.plan_file(ctx, up, path)
-        work.append((plan, ctx.index.source(up, path), str(cache)))
-    work.sort(key=lambda w: -len(w[1]))  # biggest first: better balance across workers
-    jobs = jobs or os.cpu_count() or 1
-    results: dict[str, tuple[str, int]] = {}
-    if jobs <= 1 or len(work) < PARALLEL_THRESHOLD:
-        for w in work:
-            page, html, n = render_source_page(w)
-            results[page] = (html, n)
+    _CTX.update(ctx=ctx, cache=config.site_cache_dir() / "tokens")
+    try:
+        # Biggest first: better balance across workers.
+        work = sorted(todo, key=lambda k: -len(ctx.rendered[k].symbols) - 1000 * (k[1].endswith(".cuh")))
+        jobs = jobs or os.cpu_count() or 1
+        results: dict[str, tuple[str, int]] = {}
+        import multiprocessing as mp
+
+        if jobs <= 1 or len(work) < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
+            for w in work:
+                page, html, n = render_source_page(w)
+                results[page] = (html, n)
+            return results
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as pool:
+            for page, html, n in pool.map(render_source_page, work, chunksize=8):
+                results[page] = (html, n)
         return results
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx_mp = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx_mp) as pool:
-        for page, html, n in pool.map(render_source_page, work, chunksize=4):
-            results[page] = (html, n)
-    return results
+    finally:
+        _CTX.clear()
 
 
-def render_source_page(work) -> tuple[str, str, int]:
-    """Worker: (plan, text, token cache dir) -> (page path, HTML, line count)."""
+def render_source_page(item: tuple[str, str]) -> tuple[str, str, int]:
+    """(upstream, path) -> (page path, HTML, line count), using the build's context."""
     from site_builder.code import build_page
     from site_builder.highlight import cached_highlight
 
-    plan, text, cache = work
-    tokens = cached_highlight(text, plan.language, Path(cache) if cache else None)
+    ctx, cache = _CTX["ctx"], _CTX["cache"]
+    up, path = item
+    plan = pages.plan_file(ctx, up, path)
+    text = ctx.index.source(up, path)
+    tokens = cached_highlight(text, plan.language, cache)
     page = build_page(plan, text, tokens)
     return plan.page, render.render_file(page), page.line_count
 

@@ -6,8 +6,8 @@ always relative (`rel_href`) so the site works from file:// and from any sub-pat
 
 from __future__ import annotations
 
-import posixpath
 import re
+from functools import lru_cache
 
 INDEX_PAGE = "index.html"
 SEARCH_INDEX = "search-index.js"
@@ -68,11 +68,20 @@ def symbol_href_target(key: str) -> tuple[str, str]:
 
 def rel_href(from_page: str, to_page: str, anchor: str | None = None) -> str:
     """A link from one page of the site to another (or to an anchor on the same page)."""
-    if to_page == from_page:
-        rel = ""
-    else:
-        rel = posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")
+    rel = "" if to_page == from_page else _relpath(from_page.rpartition("/")[0], to_page)
     return f"{rel}#{anchor}" if anchor else (rel or "#")
+
+
+@lru_cache(maxsize=65536)
+def _relpath(from_dir: str, to_page: str) -> str:
+    # Both are '/'-separated paths relative to the site root (posixpath.relpath would
+    # consult the process's cwd on every call, which dominated planning time).
+    a = from_dir.split("/") if from_dir else []
+    b = to_page.split("/")
+    n = 0
+    while n < len(a) and n < len(b) - 1 and a[n] == b[n]:
+        n += 1
+    return "../" * (len(a) - n) + "/".join(b[n:])
 
 
 def root_prefix(page: str) -> str:

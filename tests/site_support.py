@@ -158,3 +158,61 @@ EVIL_MARKDOWN = (
     "[click me](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\" onclick=\"window.__pwned=5\">raw</a> "
     "[data](data:text/html;base64,PHNjcmlwdD4=) ![img](javascript:window.__pwned=6)"
 )
+
+
+# ---- the real pipeline on the fixture -----------------------------------------------------
+
+ANNOTATIONS = DATA / "annotations"
+
+
+def fixture_pipeline(config):
+    """(index, annotations) of the demo tree through the real index and notes stages."""
+    from annotate.index.api import index_directory
+    from annotate.notes.api import load_annotations
+
+    index = index_directory(UP, SRC)
+    return index, load_annotations(config, index, root=ANNOTATIONS)
+
+
+def build_fixture_site(config, out, annotations=None, **kw):
+    from site_builder.build import build_site
+
+    index, notes = fixture_pipeline(config)
+    return build_site(config, out, index=index, annotations=notes if annotations is None else annotations(index),
+                      pins={UP: demo_upstream()}, jobs=1, **kw)
+
+
+# ---- a text dump of the page model (the snapshot that a grammar change shows up in) ----------
+
+def dump_page(page) -> str:
+    plan = page.plan
+    out = [f"page {plan.page} root={plan.root!r} lines={page.line_count} language={plan.language}",
+           f"overview: {plan.overview.en if plan.overview else None}",
+           "legend: " + ", ".join(f"{e.kind}={e.abbr}/{e.css}x{e.count}" for e in plan.legend)]
+    for f in plan.functions:
+        out.append(f"function {f.qualified_name} [{f.kind}] #{f.anchor} L{f.start_line}-{f.end_line}")
+        for title, xs in (("calls", f.callees), ("launches", f.launches), ("callers", f.callers)):
+            for x in xs:
+                sites = " ".join(f"{s.label}->{s.href}" for s in x.sites)
+                out.append(f"  {title}: {x.target.label} -> {x.target.href} ({x.kind}) {sites} +{x.more_sites}")
+        for m in f.facts:
+            out.append(f"  fact L{m.line} {m.kind} {m.abbr}: {m.detail}")
+        if f.note:
+            n = f.note
+            out.append(f"  note status={n.status} summary={n.summary.en if n.summary else None!s}")
+            for c in n.calls:
+                out.append(f"    call note {c.callee.label} -> {c.callee.href}: {c.text.en}")
+            for c in n.courses:
+                out.append(f"    course {c.label} -> {c.href}")
+        for i in f.inline_notes:
+            out.append(f"  inline L{i.line}-{i.end_line} at={i.at!r}: {i.text.en}")
+        if f.graph:
+            out.append("  graph " + ", ".join(f"{g.role}:{g.label}" for g in f.graph.nodes)
+                       + " | " + ", ".join(e.kind for e in f.graph.edges))
+    for ln in plan.links:
+        out.append(f"link L{ln.line}:{ln.column} {ln.name} -> {ln.href}")
+    for s in page.sections:
+        owner = s.function.qualified_name if s.function else "-"
+        rows = " ".join(f"[{r.first}-{r.lines[-1].no}{' note' if r.note else ''}]" for r in s.rows)
+        out.append(f"section {owner}{' head' if s.head else ''} lead={s.lead_rows} {rows}")
+    return "\n".join(out) + "\n"
