@@ -68,13 +68,17 @@ def make_handler(out_dir: Path, state: _State):
 
 
 def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | None = None,
-          ready: threading.Event | None = None, stop: threading.Event | None = None) -> int:
+          ready: threading.Event | None = None, stop: threading.Event | None = None,
+          index=None, pins: dict | None = None) -> int:
+    """Serve until Ctrl-C (or until `stop` is set). `ready` is set, with `.port`, once the
+    first build is written and the server listens; `index`/`pins` may be given (tests)."""
     from annotate.upstreams import load_upstreams
 
     out = Path(out_dir) if out_dir else default_out_dir()
-    pins = load_upstreams(config)
-    _ensure_fetched(config, list(pins), True)
-    index = _load_index(config, list(pins), True)
+    pins = pins if pins is not None else load_upstreams(config)
+    if index is None:
+        _ensure_fetched(config, list(pins), True)
+        index = _load_index(config, list(pins), True)
     rep = build_site(config, out, jobs=jobs, index=index, pins=pins)
     print(f"built {rep.pages_rendered} pages in {rep.seconds:.2f} s", flush=True)
     state = _State()
