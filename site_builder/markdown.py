@@ -58,7 +58,7 @@ def _render(text: str) -> str:
     ).strip()
 
 
-_MD_NOISE = re.compile(r"[`*_#>\[\]]|\]\([^)]*\)")
+_MD_NOISE = re.compile(r"\]\([^)]*\)|[`*#>\[\]]|(?<!\w)_+|_+(?!\w)")
 
 
 def plain_text(text: str | None, limit: int = 400) -> str:
