@@ -50,7 +50,14 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
             edges = [(more.id if s in gone else s, more.id if d in gone else d, k) for s, d, k in edges]
             col = kept + [more]
         by_layer[ly] = col
-    edges = list(dict.fromkeys(e for e in edges if e[0] != e[1]))
+    # Keep the picture layered: only edges from one layer to the next (callers -> function
+    # -> callees -> their callees); none out of a "+N more" node. Edges inside a layer or
+    # backwards (recursion, callees calling each other) would cut through the columns.
+    layer_of0 = {n.id: ly for ly in layers for n in by_layer[ly]}
+    edges = list(dict.fromkeys(
+        e for e in edges
+        if e[0] in layer_of0 and e[1] in layer_of0 and layer_of0[e[1]] == layer_of0[e[0]] + 1
+        and not e[0].startswith("more:")))
 
     neighbours: dict[str, list[str]] = {}
     for s, d, _ in edges:

@@ -346,7 +346,7 @@ def _note_view(ctx: SiteContext, page: str, s, note) -> tuple[NoteView, tuple[In
                    + (f" (fingerprint {seen} → {s.fingerprint})" if seen else "")
                    + "; read it with care.")
     elif status == "unfingerprinted":
-        message = "No fingerprint recorded yet (`annotate check --refresh` writes one)."
+        message = ""  # a reviewer's chore (`annotate check` reports it), not the reader's concern
     elif status != "ok":
         message = f"Annotation status: {status}."
     calls = []
