@@ -72,18 +72,36 @@ def rendered_paths(index, upstreams: dict, only: list[str] | None = None) -> dic
     return dict(sorted(out.items()))
 
 
+# The index-derived part of the context, kept for the index object it came from:
+# `annotate serve` rebuilds many times against one loaded index.
+_INDEX_PART: dict = {}
+
+
+def _index_part(index, upstreams: dict, only) -> tuple:
+    memo_key = (id(index), tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())), tuple(only or ()))
+    hit = _INDEX_PART.get("key") == memo_key and _INDEX_PART.get("index") is index
+    if not hit:
+        rendered = rendered_paths(index, upstreams, only)
+        all_symbols, symbols = {}, {}
+        calls, callers = defaultdict(list), defaultdict(list)
+        for fi in index.files():
+            shown = (fi.upstream, fi.path) in rendered
+            for s in fi.symbols:
+                all_symbols[s.key] = s
+                if shown:
+                    symbols[s.key] = s
+            for e in fi.edges:
+                calls[e.caller].append(e)
+                for ck in e.callees:
+                    callers[ck].append(e)
+        _INDEX_PART.clear()
+        _INDEX_PART.update(key=memo_key, index=index, value=(rendered, all_symbols, symbols, calls, callers))
+    return _INDEX_PART["value"]
+
+
 def make_context(index, annotations, upstreams: dict, only: list[str] | None = None) -> SiteContext:
     ctx = SiteContext(index=index, annotations=annotations, upstreams=upstreams)
-    ctx.rendered = rendered_paths(index, upstreams, only)
-    for fi in index.files():
-        for s in fi.symbols:
-            ctx.all_symbols[s.key] = s
-            if (fi.upstream, fi.path) in ctx.rendered:
-                ctx.symbols[s.key] = s
-        for e in fi.edges:
-            ctx.calls[e.caller].append(e)
-            for ck in e.callees:
-                ctx.callers[ck].append(e)
+    ctx.rendered, ctx.all_symbols, ctx.symbols, ctx.calls, ctx.callers = _index_part(index, upstreams, only)
     if annotations is not None:
         for s in ctx.symbols.values():
             note = annotations.for_symbol(s)

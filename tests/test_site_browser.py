@@ -162,3 +162,27 @@ def test_hostile_annotation_runs_nothing(tmp_path):
             "a => a.name.startsWith('on') || /^\\s*(javascript|data):/i.test(a.value))).length") == 0
         assert len(d.find_elements(By.TAG_NAME, "script")) == 2
         assert "window.__pwned" in d.find_element(By.CSS_SELECTOR, "aside.note.fn").text  # shown as text
+
+
+@pytest.mark.slow
+def test_real_decode_page(real_config, pinned, tmp_path):
+    """The real pins: flashinfer's decode.cuh with the project's own annotations."""
+    from selenium.webdriver.common.by import By
+
+    from site_builder.build import build_site
+
+    pinned("flashinfer")
+    pinned("flash-attention")
+    out = tmp_path / "real"
+    build_site(real_config, out)
+    page = out / names.source_page("flashinfer", "include/flashinfer/attention/decode.cuh")
+    with chromium(1600, 1000) as d:
+        d.get(page.as_uri())
+        note = d.find_element(By.CSS_SELECTOR, "aside.note.fn")
+        assert note.text.strip()
+        # follow the first call in a kernel's body and land on the callee's heading
+        link = d.find_element(By.CSS_SELECTOR, ".fg.an .c a[href*='#f-']")
+        anchor = link.get_attribute("href").rsplit("#", 1)[1]
+        link.click()
+        _wait(d, lambda dd: dd.current_url.endswith("#" + anchor))
+        assert _in_view(d, d.find_element(By.ID, anchor))
