@@ -96,7 +96,7 @@ class Config:
 
     def git_timeout(self) -> float:
         """Seconds a git remote gets to answer (DNS + connect) before the git route gives up."""
-        raw = self.environ.get(ENV_GIT_TIMEOUT) or self.fetch_settings.get("git_timeout") or 8
+        raw = self.environ.get(ENV_GIT_TIMEOUT) or self.fetch_settings.get("git_timeout") or 5
         try:
             return float(raw)
         except (TypeError, ValueError):

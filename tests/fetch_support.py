@@ -87,6 +87,10 @@ def make_world(tmp: Path, *, extra_paths: tuple[str, ...] = ()) -> World:
     write_files(sub, SUB_V2)
     commit_all(sub, "sub v2", SUB_V2)
 
+    # like GitHub: the demo remote serves blobless partial clones and fetches by commit id, so the
+    # checkout pulls the sparse paths' blobs lazily; the sub remote does neither (plain fetch)
+    git(demo, "config", "uploadpack.allowFilter", "true")
+    git(demo, "config", "uploadpack.allowAnySHA1InWant", "true")
     write_files(demo, DEMO_V1)
     # the submodule gitlink, recorded at the pinned sub commit (no network: add the entry directly)
     git(demo, "update-index", "--add", "--cacheinfo", f"160000,{sub_commit},third/sub")

@@ -11,8 +11,9 @@ import pytest
 from annotate.errors import AnnotateError
 from annotate.fetch import archive
 from annotate.fetch.api import ensure_fetched, fetch_status, fetched_root
+from annotate.upstreams import get_upstream
 
-from fetch_support import build_sdist, build_wheel, make_world, tree, wheel_members
+from fetch_support import build_sdist, build_wheel, make_world, wheel_members
 
 
 @pytest.fixture
@@ -74,8 +75,7 @@ def test_sdist_gets_the_pin_env_and_no_build_isolation(world):
     members = {k.replace("demo_kernels/data/", ""): v for k, v in wheel_members().items()}
     build_sdist(world.index_dir, members, need_env="DEMO_SKIP_BUILD")
     cfg = world.config()
-    cmd = archive.pip_command(cfg, cfg and __import__("annotate.upstreams", fromlist=["x"]).get_upstream(
-        cfg, "demo").archive, cfg.tmp_dir())
+    cmd = archive.pip_command(cfg, get_upstream(cfg, "demo").archive, cfg.tmp_dir())
     assert "--no-build-isolation" in cmd and ":all:" in cmd and "--no-index" in cmd
     [rec] = ensure_fetched(cfg, via="archive", progress=False)
     assert rec.verified == "full" and rec.files == 5
@@ -126,3 +126,16 @@ def test_status_json_and_annotation_coverage(world, capsys):
     assert cmd_status(argparse.Namespace(json=False), cfg) == 0
     human = capsys.readouterr().out
     assert "demo" in human and "partial" in human
+
+
+def test_pip_args_from_the_config_file(world, tmp_path):
+    from annotate.config import Config
+
+    build_wheel(world.index_dir, wheel_members())
+    toml = tmp_path / "config.toml"
+    toml.write_text(f'[fetch]\npip_args = ["--no-index", "--find-links", "{world.index_dir}"]\n')
+    env = {k: v for k, v in world.env.items() if k != "ANNOTATE_PIP_ARGS"}
+    cfg = Config.load(environ={**env, "ANNOTATE_CONFIG": str(toml)}, cache_dir=world.cache, repo_root=world.root)
+    assert cfg.pip_args() == ["--no-index", "--find-links", str(world.index_dir)]
+    [rec] = ensure_fetched(cfg, via="archive", progress=False)
+    assert rec.verified == "full"

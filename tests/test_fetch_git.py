@@ -101,6 +101,21 @@ def test_unreachable_remote_fails_fast_and_auto_says_why(world, monkeypatch):
     assert "cannot reach http://127.0.0.1:9/demo.git" in exc.value.message
 
 
+def test_hanging_dns_gives_up_after_the_git_timeout(world, monkeypatch):
+    import time
+
+    from annotate.fetch import gitroute
+
+    monkeypatch.setattr(gitroute, "_PROBED", {})
+    monkeypatch.setattr(gitroute.socket, "create_connection", lambda *a, **k: time.sleep(30))
+    cfg = world.config(ANNOTATE_URL_DEMO="https://github.example/demo.git", ANNOTATE_GIT_TIMEOUT="0.3")
+    t0 = time.monotonic()
+    with pytest.raises(AnnotateError) as exc:
+        ensure_fetched(cfg, via="git", progress=False)
+    assert time.monotonic() - t0 < 3
+    assert "no answer from github.example in 0.3 s; offline?" in exc.value.message
+
+
 def test_stale_lock_is_an_error_naming_the_file(world):
     lock = world.root / "vendor_kernels/locks/demo.json"
     data = json.loads(lock.read_text())
@@ -175,3 +190,13 @@ def test_record_version_and_api_shapes(world):
     d = rec.to_json()
     assert d["version"] == api.RECORD_VERSION
     assert api.FetchRecord.from_json(d) == rec
+
+
+def test_server_refusing_fetch_by_commit_gets_a_full_blobless_fetch(world, monkeypatch):
+    # protocol v0 and no allowAnySHA1InWant on the sub remote: `fetch origin <sha>` is refused there
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "protocol.version")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "0")
+    cfg = world.config()
+    [rec] = ensure_fetched(cfg, via="git", progress=False)
+    assert rec.verified == "full" and tree(rec.root) == expected_tree()

@@ -122,7 +122,14 @@ CHILD = textwrap.dedent("""
     sys.path.insert(0, {repo!r})
     from pathlib import Path
     from annotate.config import Config
+    from annotate.fetch import gitroute
     from annotate.fetch.api import ensure_fetched
+    real = gitroute.checkout
+    def slow(*a, **k):  # hold the pin's lock long enough that the other process must wait
+        import time
+        time.sleep(1.0)
+        return real(*a, **k)
+    gitroute.checkout = slow
     cfg = Config.load(environ=json.loads(sys.argv[1]), cache_dir=Path(sys.argv[2]), repo_root=Path(sys.argv[3]))
     [rec] = ensure_fetched(cfg, via="git", progress=False)
     print(json.dumps(rec.to_json()))

@@ -103,6 +103,10 @@ class PinStatus:
     missing: tuple[str, ...]
     fetched_at: str | None
     root: Path | None
+    path: str = ""  # a submodule's place inside its parent's checkout ("" for an upstream)
+    files: int | None = None  # files in the checkout (a submodule: under its path)
+    source: str | None = None  # URL or archive file
+    reason: str | None = None  # why that route (what `--via auto` tried first)
     annotation_files: int | None = None  # annotation coverage (upstream rows only)
     annotated_functions: int | None = None
     broken_annotation_files: tuple[str, ...] = field(default=())
@@ -219,7 +223,8 @@ def _adopt_existing(config: Config, up: Upstream, reporter: Reporter) -> FetchRe
         reason="a tree was already in place without a record; verified in place against the lock",
         root=root, fetched_at=_now(), seconds=round(time.monotonic() - t0, 3),
         verified="partial" if missing else "full", files=files, missing=tuple(missing),
-        submodules=_sub_records(up, str(root), missing, files_by_sub=None))
+        submodules=_sub_records(up, str(root), missing,
+                                {s.name: sum(1 for _ in _walk(root / s.path)) for s in up.submodules}))
     _write_record(config, rec)
     return rec
 
@@ -228,12 +233,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _sub_records(up: Upstream, source: str, missing, files_by_sub: dict[str, int] | None):
+def _sub_records(up: Upstream, source: str, missing, files_by_sub: dict[str, int]):
     out = []
     for s in up.submodules:
         pre = s.path.strip("/") + "/"
         out.append(SubmoduleRecord(name=s.name, path=s.path, commit=s.commit, source=source,
-                                   files=(files_by_sub or {}).get(s.name, 0),
+                                   files=files_by_sub.get(s.name, 0),
                                    missing=tuple(m for m in missing if m.startswith(pre))))
     return tuple(out)
 
@@ -267,8 +272,6 @@ def _walk(root: Path):
 
 
 def _fetch_one(config: Config, up: Upstream, via: str, reporter: Reporter) -> FetchRecord:
-    from annotate.fetch.gitroute import RouteUnavailable
-
     config.tmp_dir().mkdir(parents=True, exist_ok=True)
     config.checkouts_dir().mkdir(parents=True, exist_ok=True)
     _clean_stale_tmp(config, up)
@@ -286,8 +289,7 @@ def _fetch_one(config: Config, up: Upstream, via: str, reporter: Reporter) -> Fe
             except AnnotateError as exc:
                 if i + 1 < len(routes):
                     # auto: say what failed and move on
-                    short = exc.message if isinstance(exc, RouteUnavailable) else f"git: {exc.message}"
-                    short = short if short.startswith("git:") else f"git: {short}"
+                    short = exc.message if exc.message.startswith("git:") else f"git: {exc.message}"
                     why.append(short)
                     reporter.say(f"{up.name}: {short}; trying {routes[i + 1]}")
                     continue
@@ -416,7 +418,8 @@ def fetch_status(config: Config) -> list[PinStatus]:
             missing=tuple(m for m in rec.missing if not any(m.startswith(s.path.strip('/') + '/')
                                                              for s in up.submodules)) if rec else (),
             fetched_at=rec.fetched_at if rec else None, root=rec.root if rec else None,
-            annotation_files=files, annotated_functions=funcs, broken_annotation_files=broken))
+            files=rec.files if rec else None, source=rec.source if rec else None,
+            reason=rec.reason if rec else None, annotation_files=files, annotated_functions=funcs, broken_annotation_files=broken))
         for sub in up.submodules:
             srec = next((s for s in rec.submodules if s.name == sub.name), None) if rec else None
             out.append(PinStatus(
@@ -425,5 +428,6 @@ def fetch_status(config: Config) -> list[PinStatus]:
                 verified=(("partial" if srec.missing else "full") if rec.verified != "commit" else "commit")
                 if srec else None,
                 missing=srec.missing if srec else (), fetched_at=rec.fetched_at if srec else None,
-                root=(rec.root / sub.path) if srec else None))
+                root=(rec.root / sub.path) if srec else None, path=sub.path, files=srec.files if srec else None,
+                source=srec.source if srec else None, reason=rec.reason if srec else None))
     return out

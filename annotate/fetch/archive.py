@@ -204,8 +204,8 @@ def extract_verified(archive: Path, spec: ArchiveSpec, expected: dict[str, str],
     """Write every mapped member under `dest`, each checked against `expected` (path -> blob id)."""
     bad: list[tuple[str, str]] = []
     written: set[str] = set()
-    total = _count_members(archive) or None
-    with reporter.bar(f"archive: {archive.name}", total or len(expected)) as advance:
+    total = _count_members(archive) or None  # a tar.gz is read once: its bar counts without a total
+    with reporter.bar(f"archive: {archive.name}", total) as advance:
         try:
             for name, kind, mode, read in _members(archive):
                 advance(1)

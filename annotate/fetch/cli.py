@@ -58,6 +58,18 @@ def cmd_fetch(args, config) -> int:
     return 0
 
 
+def _group(paths, row) -> str:
+    """'hopper/ 487, flash_attn/ 5': missing paths counted by their top directory (below a submodule's path)."""
+    counts: dict[str, int] = {}
+    strip = row.path.strip("/") + "/" if row.path else ""
+    for p in paths:
+        rest = p[len(strip):] if strip and p.startswith(strip) else p
+        parts = rest.split("/")
+        key = "/".join(parts[:2]) + "/" if len(parts) > 2 else parts[0] + ("/" if len(parts) > 1 else "")
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def cmd_status(args, config) -> int:
     from annotate.fetch.api import fetch_status
 
@@ -86,6 +98,9 @@ def cmd_status(args, config) -> int:
         t.add_row(name, r.commit[:12], r.route or "not fetched", r.verified or "",
                   str(len(r.missing)) if r.fetched else "", when, notes)
     console.print(t)
+    for r in rows:
+        if r.missing:
+            print(f"{r.name}: {len(r.missing)} missing ({_group(r.missing, r)}); `annotate status --json` lists them")
     if not all(r.fetched for r in rows):
         print("fetch the missing pins with: annotate fetch")
     return 0

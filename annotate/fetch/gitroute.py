@@ -36,6 +36,10 @@ COMMAND_TIMEOUT = 3600
 class RouteUnavailable(AnnotateError):
     """The route cannot run here (no network, URL absent); `--via auto` moves on to the next."""
 
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message, hint or "check the network, point ANNOTATE_URL_<NAME> at a reachable "
+                                          "mirror or clone, or use --via archive")
+
 
 @dataclass(frozen=True)
 class GitResult:
@@ -47,6 +51,7 @@ class GitResult:
     submodules: tuple[dict, ...]
 
 
+_PROBED: dict[tuple[str, int], str | None] = {}  # (host, port) -> why it is unreachable, None if fine
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 
 
@@ -88,6 +93,10 @@ def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
     ep = _endpoint(url, environ)
     if ep is None:
         return
+    if ep in _PROBED:  # one answer per host and process: three pins on one host cost one timeout
+        if _PROBED[ep]:
+            raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
+        return
     outcome: list[BaseException | None] = []
 
     def attempt():
@@ -101,9 +110,25 @@ def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
     t.start()
     t.join(timeout)
     if not outcome:
-        raise RouteUnavailable(f"git: cannot reach {url} (no answer from {ep[0]} in {timeout:g} s; offline?)")
-    if outcome[0] is not None:
-        raise RouteUnavailable(f"git: cannot reach {url} ({type(outcome[0]).__name__}: {outcome[0]}; offline?)")
+        _PROBED[ep] = f"no answer from {ep[0]} in {timeout:g} s"
+    elif outcome[0] is not None:
+        _PROBED[ep] = f"{type(outcome[0]).__name__}: {outcome[0]}"
+    else:
+        _PROBED[ep] = None
+    if _PROBED[ep]:
+        raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
+
+
+def _gitpython():
+    """GitPython, imported on first use (it is heavy, and GPU hosts may lack it or git itself)."""
+    if shutil.which("git") is None:
+        raise RouteUnavailable("git: no git executable on PATH")
+    try:
+        import git
+    except ImportError as exc:
+        raise RouteUnavailable(f"git: GitPython is not usable here ({exc})",
+                               hint="pip install GitPython, or use --via archive") from None
+    return git
 
 
 def _git_env(config: Config) -> dict[str, str]:
@@ -124,14 +149,20 @@ def _last_line(exc: Exception) -> str:
     return (lines[-1].strip("'\"") if lines else str(exc))[:300]
 
 
+_NETWORK = ("could not resolve host", "unable to access", "connection refused", "could not read from remote",
+            "timed out", "network is unreachable", "connection reset")
+
+
+def _is_network(exc: Exception) -> bool:
+    return any(s in _last_line(exc).lower() for s in _NETWORK)
+
+
 def _raise_git(what: str, url: str, exc: Exception) -> None:
     msg = _last_line(exc)
     if "No space left on device" in msg:
         raise AnnotateError(f"disk full while {what} from {url}",
                             hint="free some space or point ANNOTATE_CACHE_DIR at a larger disk") from None
-    low = msg.lower()
-    if any(s in low for s in ("could not resolve host", "unable to access", "connection refused",
-                              "could not read from remote", "timed out", "network is unreachable")):
+    if _is_network(exc):
         raise RouteUnavailable(f"git: cannot reach {url} ({msg}; offline?)") from None
     raise AnnotateError(f"git: {what} from {url} failed: {msg}") from None
 
@@ -142,7 +173,7 @@ def _sparse_patterns(paths: tuple[str, ...]) -> str:
 
 def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter, label: str):
     """A repository at `dest` that holds `commit` (its trees at least), nothing checked out; the Repo."""
-    import git  # heavy; only the git route needs it
+    git = _gitpython()
 
     env = _git_env(config)
     src = local_path(url)
@@ -159,7 +190,7 @@ def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter
                     g.fetch("--depth=1", "--filter=blob:none", "--no-tags", "origin", commit,
                             env=env, kill_after_timeout=COMMAND_TIMEOUT)
                 except git.GitCommandError as exc:
-                    if "reach" in _last_line(exc).lower() or "resolve host" in _last_line(exc).lower():
+                    if _is_network(exc):
                         raise
                     # servers that refuse fetching an unadvertised commit: take every ref, blobless
                     g.fetch("--filter=blob:none", "origin", "+refs/heads/*:refs/remotes/origin/*",
@@ -184,7 +215,7 @@ def checkout_trees(config: Config, url: str, commit: str, dest: Path):
 def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest: Path,
              reporter: Reporter, label: str):
     """Put `paths` of `commit` from `url` into the new directory `dest` (with a .git); returns the Repo."""
-    import git
+    git = _gitpython()
 
     env = _git_env(config)
     repo = obtain(config, url, commit, dest, reporter, label)
@@ -230,6 +261,7 @@ def _verify_tree(config: Config, gitdir: Path, commit: str, paths: tuple[str, ..
 def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> GitResult:
     """Build the checkout of `up` (with its submodules) in `dest`, which must not exist yet."""
     url, origin = config.url_for(up.name, up.url)
+    _gitpython()
     probe(url, config.git_timeout(), config.environ)
     for sub in up.submodules:  # fail before any transfer when a submodule's remote is unreachable
         probe(config.url_for(sub.name, sub.url)[0], config.git_timeout(), config.environ)

@@ -44,7 +44,7 @@ class Reporter:
             yield lambda text: prog.update(task, description=f"{description}: {text[:80]}")
 
     @contextlib.contextmanager
-    def bar(self, description: str, total: int) -> Iterator[Callable[[int], None]]:
+    def bar(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
         if not self._live:
             yield lambda _n=1: None
             return
