@@ -57,7 +57,9 @@ def _print_json(obj) -> None:
 def _console(no_color: bool = False):
     from rich.console import Console
 
-    return Console(no_color=no_color, highlight=False, soft_wrap=False)
+    # Piped output (a pager, a file, a test) gets wide tables instead of 80-column truncation.
+    width = None if sys.stdout.isatty() else 160
+    return Console(no_color=no_color, highlight=False, soft_wrap=False, width=width)
 
 
 def symbol_json(sym) -> dict:

@@ -14,7 +14,7 @@ from annotate.index.facts import apply_rules, find_fact_nodes
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
                                   FileIndex, MemoryFact, Symbol)
-from annotate.index.parse import blank_macros, captures, language_of, macro_table, matches, parser
+from annotate.index.parse import captures, namespace_ranges, prepare_cuda, language_of, macro_table, matches, parser
 
 CUDA_QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
@@ -77,12 +77,13 @@ def _split_scope(text: str) -> list[str]:
 
 def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     table = macro_table()
-    text, _ = blank_macros(src, table)
+    text = prepare_cuda(src, table)
     tree = parser("cuda").parse(text)
     root = tree.root_node
     ns_macros = dict(table.namespaces)
     for m in _DEFINE_RE.finditer(src):
         ns_macros.setdefault(m.group(1).decode(), m.group(2).decode())
+    ns_ranges = namespace_ranges(text)
     class_names = {cst.text_without_template_args(n).split("::")[-1]
                    for n in captures("cuda-classes", root).get("name", [])}
     errors = captures("cuda-errors", root).get("error", [])
@@ -92,7 +93,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     spans: list[tuple[int, int, int]] = []
     for m in matches("cuda-functions", root):
         fn, body = m["function"][0], m["body"][0]
-        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, table, error_starts)
+        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
         if sym is None:
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
@@ -112,11 +113,30 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
 
     edges: list[CallEdge] = []
     launchers = table.launchers
+    call_matches = []
+    calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
     for m in matches("cuda-calls", root):
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
             continue
+        call_matches.append((idx, call, callee))
+        if callee.type == "identifier":
+            calls_by_name.setdefault((idx, cst.node_text(callee)), []).append(call)
+
+    def launch_targets(node, idx):
+        refs = _function_refs(node, pointers.get(idx, {}))
+        out = []
+        for tname, tnode in refs:
+            if tnode.type == "identifier" and cst.node_text(tnode) == tname:
+                via_lambda = _lambda_param_refs(tnode, tname, idx, calls_by_name, pointers.get(idx, {}))
+                if via_lambda:
+                    out.extend(via_lambda)
+                    continue
+            out.append((tname, tnode))
+        return out
+
+    for idx, call, callee in call_matches:
         sym = symbols[idx]
         name_node = cst.final_name_node(callee)
         if name_node is None:
@@ -125,12 +145,11 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
         bare = cst.node_text(name_node)
         if bare in table.not_calls:
             continue
-        ptrs = pointers.get(idx, {})
         is_launch = any(c.type == "kernel_call_syntax" for c in call.children)
         line, col = name_node.start_point[0] + 1, name_node.start_point[1]
         if is_launch:
-            targets = ptrs.get(written) if callee.type == "identifier" else None
-            if targets:
+            targets = launch_targets(callee, idx) if callee.type == "identifier" else None
+            if targets and [t for t, _ in targets] != [written]:
                 for tname, _ in targets:
                     edges.append(CallEdge(sym.key, tname, LAUNCH, path, line, col, (), "<<<>>> via " + written))
             else:
@@ -145,9 +164,12 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             k = launchers[bare]
             if k < len(args):
-                for tname, tnode in _function_refs(args[k], ptrs):
-                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, tnode.start_point[0] + 1,
-                                          tnode.start_point[1], (), bare))
+                for tname, tnode in launch_targets(args[k], idx):
+                    # the column of the argument at the launch call (the site links it), even
+                    # when the name was found through a variable or a lambda parameter
+                    anode = tnode if tnode.start_byte >= call.start_byte and tnode.end_byte <= call.end_byte else args[k]
+                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, anode.start_point[0] + 1,
+                                          anode.start_point[1], (), bare))
 
     facts: list[MemoryFact] = []
     seen: set[tuple[str, int, int]] = set()
@@ -204,7 +226,44 @@ def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple
     return []
 
 
-def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, table, error_starts) -> Symbol | None:
+def _lambda_param_refs(ident, name, idx, calls_by_name, pointers) -> list:
+    """`auto launch = [&](auto kernel, int n) { cudaLaunchKernel((void*)kernel, ...); };
+    launch(Foo<1>, 128);` -- a launch through a lambda parameter names what the lambda's callers
+    pass in that position (FlashInfer's topk.cuh)."""
+    n = ident.parent
+    while n is not None and n.type != "lambda_expression":
+        if n.type == "function_definition":
+            return []
+        n = n.parent
+    if n is None:
+        return []
+    decl = n.child_by_field_name("declarator")
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if params is None:
+        return []
+    pos = None
+    for i, p in enumerate(x for x in params.named_children if x.type != "comment"):
+        d = p.child_by_field_name("declarator")
+        while d is not None and d.type != "identifier":
+            d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+        if d is not None and cst.node_text(d) == name:
+            pos = i
+            break
+    init = n.parent
+    if pos is None or init is None or init.type != "init_declarator":
+        return []
+    var = init.child_by_field_name("declarator")
+    if var is None or var.type != "identifier":
+        return []
+    out = []
+    for call in calls_by_name.get((idx, cst.node_text(var)), []):
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        if pos < len(args):
+            out.extend(_function_refs(args[pos], pointers))
+    return out
+
+
+def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts) -> Symbol | None:
     decl = _function_declarator(fn)
     if decl is None:
         return None
@@ -225,12 +284,7 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, ta
         if t == "template_declaration" and not seen_ns_or_class and child is not None:
             templates.append(p)
         elif t == "namespace_definition":
-            seen_ns_or_class = True
-            nm = _scope_name(p)
-            if nm is None:
-                anonymous = True
-            else:
-                scopes[:0] = [ns_macros.get(x, x) for x in _split_scope(nm)]
+            seen_ns_or_class = True  # namespaces themselves come from ns_ranges (text)
         elif t in _CLASS_TYPES:
             seen_ns_or_class = True
             nm = _scope_name(p)
@@ -242,6 +296,15 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, class_names, ta
         child = p
         p = p.parent
 
+    # Namespaces by brace matching over the text (robust to ERROR nodes), outermost first.
+    ns_names = []
+    for lo, hi, nm in ns_ranges:
+        if lo < fn.start_byte < hi:
+            if nm is None:
+                anonymous = True
+            else:
+                ns_names.extend(ns_macros.get(x, x) for x in _split_scope(nm))
+    scopes[:0] = ns_names
     written = cst.text_without_template_args(dname) if dname.type != "operator_name" else cst.collapse(
         cst.node_text(dname))
     if dname.type == "destructor_name" or dname.type == "operator_name":

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import yaml
 
 from annotate.index.cst import collapse, final_name_node, node_text, template_args_of, text_without_template_args
-from annotate.index.parse import RULES_FILE, ts_language
+from annotate.index.parse import RULES_FILE, macro_table, ts_language
 
 FIELDS = ("text", "callee", "name", "args", "targs", "ptx")
 # Identifier-like node types are too many to visit one by one: the query keeps only those
@@ -83,7 +83,8 @@ def rules_by_type(table: tuple[Rule, ...] | None = None) -> dict[str, tuple[Rule
 
 
 def _ts_regex(rx: str) -> str:
-    return rx.replace("(?P<m>", "(")
+    """A Python regex as a tree-sitter query string literal (Rust regex syntax, escaped)."""
+    return rx.replace("(?P<m>", "(").replace("\\", "\\\\").replace('"', '\\"')
 
 
 @functools.cache
@@ -107,7 +108,11 @@ def node_fields(node) -> dict[str, str]:
     if node.type == "call_expression":
         fn = node.child_by_field_name("function")
         if fn is not None:
-            f["callee"] = text_without_template_args(fn)[:200]
+            callee = text_without_template_args(fn)[:200]
+            head, sep, rest = callee.partition("::")
+            if sep and head in macro_table().namespaces:  # FLASH_NAMESPACE::copy -> flash::copy
+                callee = macro_table().namespaces[head] + "::" + rest
+            f["callee"] = callee
             nm = final_name_node(fn)
             f["name"] = node_text(nm) if nm is not None else ""
             ta = template_args_of(fn)

@@ -124,9 +124,7 @@ def blank_macros(src: bytes, table: MacroTable | None = None) -> tuple[bytes, in
         end = m.end()
         if table.blank.get(m.group(1).decode(), False):
             end = _balanced_args_end(src, end)
-        for i in range(m.start(), end):
-            if buf[i] not in (0x0A, 0x0D):
-                buf[i] = 0x20
+        buf[m.start():end] = _NOT_NEWLINE.sub(b" ", src[m.start():end])
         count += 1
     return bytes(buf), count
 
@@ -166,7 +164,7 @@ def tool_version() -> str:
     for p in [*query_files(), MACROS_FILE, RULES_FILE]:
         h.update(p.name.encode())
         h.update(p.read_bytes() if p.exists() else b"")
-    for p in sorted(HERE.glob("extract*.py")) + [HERE / "facts.py", HERE / "fingerprint.py"]:
+    for p in sorted(HERE.glob("extract*.py")) + [HERE / n for n in ("facts.py", "fingerprint.py", "cst.py", "model.py", "parse.py")]:
         h.update(p.read_bytes() if p.exists() else b"")
     return h.hexdigest()[:16]
 
@@ -177,3 +175,124 @@ def resolve_version() -> str:
     h = hashlib.sha256(tool_version().encode())
     h.update((HERE / "resolve.py").read_bytes())
     return h.hexdigest()[:16]
+
+
+# ---- preprocessor conditionals with unbalanced braces -------------------------------------
+
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_NOT_NEWLINE = re.compile(rb"[^\n\r]")
+_CODE_SKIP = re.compile(
+    rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _brace_balance_per_line(src: bytes) -> list[tuple[int, int]]:
+    """({ minus }, ( minus )) per line, ignoring comments, strings, char literals and
+    preprocessor lines (with their continuations): a `#define X {` is no code brace."""
+    skip = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), src)
+    out = []
+    in_directive = False
+    for line in skip.split(b"\n"):
+        if in_directive or line.lstrip().startswith(b"#"):
+            in_directive = line.rstrip().endswith(b"\\")
+            out.append((0, 0))
+            continue
+        out.append((line.count(b"{") - line.count(b"}"), line.count(b"(") - line.count(b")")))
+    return out
+
+
+def blank_unbalanced_conditionals(src: bytes) -> tuple[bytes, int]:
+    """tree-sitter parses every branch of `#if`; a group whose braces or parentheses do not
+    balance (FlashInfer's `#if (__CUDA_ARCH__ < 800) if constexpr (...) { ... } else { #endif` ...
+    `#if } #endif`, or a function head split across `#if __launch_bounds__(...) f( #else f( #endif`)
+    turns the rest of the file, or the function, into ERROR nodes. Such groups are blanked (same
+    length, newlines kept): wholly when their branches disagree, all but the first branch when
+    every branch opens or closes the same amount (the parser then sees one consistent variant).
+    Returns (text, number of groups blanked)."""
+    if not re.search(rb"^[ \t]*#[ \t]*if", src, re.M):
+        return src, 0
+    lines = src.split(b"\n")
+    bal = _brace_balance_per_line(src)
+    blank_ranges: list[tuple[int, int]] = []  # inclusive line ranges
+    # stack of groups: {"start": line, "branches": [[start_line, (braces, parens)]]}
+    stack: list[dict] = []
+    zero = (0, 0)
+    groups = 0
+    for i, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if m:
+            d = m.group(1)
+            if d.startswith(b"if"):
+                stack.append({"start": i, "branches": [[i, zero]]})
+                continue
+            if not stack:
+                continue
+            g = stack[-1]
+            if d in (b"elif", b"elifdef", b"elifndef", b"else"):
+                g["branches"].append([i, zero])
+                continue
+            # endif
+            stack.pop()
+            balances = [b for _, b in g["branches"]]
+            result = balances[0]
+            if any(b != zero for b in balances):
+                groups += 1
+                if len(balances) > 1 and all(b == balances[0] for b in balances):
+                    blank_ranges.append((g["start"], g["start"]))  # the #if line, or #endif is missing
+                    blank_ranges.append((g["branches"][1][0], i))
+                else:
+                    blank_ranges.append((g["start"], i))
+                    result = zero
+            if stack:
+                br = stack[-1]["branches"][-1]
+                br[1] = (br[1][0] + result[0], br[1][1] + result[1])
+            continue
+        if stack:
+            br = stack[-1]["branches"][-1]
+            br[1] = (br[1][0] + bal[i][0], br[1][1] + bal[i][1])
+    if not blank_ranges:
+        return src, 0
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    buf = bytearray(src)
+    for a, b in blank_ranges:
+        lo, hi = offsets[a], min(offsets[b + 1] - 1, len(buf))
+        buf[lo:hi] = _NOT_NEWLINE.sub(b" ", bytes(buf[lo:hi]))
+    return bytes(buf), groups
+
+
+def prepare_cuda(src: bytes, table: MacroTable | None = None) -> bytes:
+    """The text tree-sitter-cuda parses: `src` with listed macros and unbalanced conditional
+    groups blanked. Same length and same line breaks, so every position maps 1:1."""
+    text, _ = blank_macros(src, table)
+    text, _ = blank_unbalanced_conditionals(text)
+    return text
+
+
+_NS_OR_BRACE = re.compile(rb"\bnamespace\b(?:[ \t\r\n]+([A-Za-z_][\w:]*))?[ \t\r\n]*\{|[{}]")
+
+
+def namespace_ranges(text: bytes) -> list[tuple[int, int, str | None]]:
+    """(open brace, close brace, name or None if anonymous) of every namespace block, found by
+    brace matching over the text with comments and strings blanked. Independent of the parse
+    tree, so a namespace stays right where tree-sitter closes it early after an ERROR."""
+    clean = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), text)
+    clean = re.sub(rb"^[ \t]*#[^\n]*", lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), clean, flags=re.M)
+    stack: list[tuple[int, str | None, bool]] = []
+    out = []
+    for m in _NS_OR_BRACE.finditer(clean):
+        tok = m.group(0)
+        if tok == b"}":
+            if stack:
+                pos, name, is_ns = stack.pop()
+                if is_ns:
+                    out.append((pos, m.end(), name))
+        elif tok == b"{":
+            stack.append((m.start(), None, False))
+        else:
+            name = m.group(1).decode() if m.group(1) else None
+            stack.append((m.end() - 1, name, True))
+    for pos, name, is_ns in stack:  # unclosed (truncated file): open to the end
+        if is_ns:
+            out.append((pos, len(text), name))
+    return sorted(out)

@@ -1,0 +1,172 @@
+"""The Index API (find/resolve/callgraph/enclosing), the content cache, and the CLI adapters,
+on small trees written by the tests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from annotate.errors import AnnotateError, UsageError
+from annotate.index.api import build_upstream, index_directory, load_index
+from tests.index_support import index_snippets, write_tree
+
+A = """
+namespace ns {
+__device__ int leaf(int x) { return x; }
+__device__ int mid(int x) { return leaf(x) + leaf(x); }
+__global__ void top_kernel(int* x) { x[0] = mid(x[0]); }
+void host_launch(int* x) { top_kernel<<<1, 1>>>(x); }
+namespace other { __device__ int leaf(float x) { return 0; } }
+}
+"""
+
+
+@pytest.fixture
+def ix(tmp_path):
+    return index_snippets(tmp_path, {"a.cuh": A})
+
+
+def test_find_exact_suffix_bare(ix):
+    assert [s.qualified_name for s in ix.find("ns::mid")] == ["ns::mid"]
+    assert [s.qualified_name for s in ix.find("mid")] == ["ns::mid"]
+    assert [s.qualified_name for s in ix.find("other::leaf")] == ["ns::other::leaf"]
+    assert {s.qualified_name for s in ix.find("leaf")} == {"ns::leaf", "ns::other::leaf"}
+    assert ix.find("s::mid") == []  # suffix only on '::' boundaries
+
+
+def test_resolve_ambiguous_lists_candidates(ix):
+    with pytest.raises(UsageError) as e:
+        ix.resolve("leaf")
+    assert "ambiguous" in e.value.message
+    assert "demo:ns::leaf@a.cuh:2" in e.value.hint and "demo:ns::other::leaf@a.cuh:6" in e.value.hint
+    assert ix.resolve("demo:leaf@a.cuh:6").qualified_name == "ns::other::leaf"
+    assert ix.resolve("ns::leaf").qualified_name == "ns::leaf"
+
+
+def test_resolve_unknown_suggests_nearest(ix):
+    with pytest.raises(UsageError) as e:
+        ix.resolve("ns::mdi")
+    assert "unknown symbol" in e.value.message and "ns::mid" in e.value.hint
+    with pytest.raises(UsageError, match="unknown upstream"):
+        ix.resolve("nope:ns::mid")
+
+
+def test_callgraph_depth_and_reverse(ix):
+    top = ix.resolve("ns::host_launch")
+    one = ix.callgraph(top, depth=1)
+    assert [(e.kind, e.callee_name) for e in one] == [("launch", "top_kernel")]
+    three = ix.callgraph(top, depth=3)
+    assert [e.callee_name for e in three] == ["top_kernel", "mid", "leaf", "leaf"]
+    # the unqualified `leaf` in ns::mid resolves to ns::leaf, not ns::other::leaf (scope lookup)
+    assert {k for e in three if e.callee_name == "leaf" for k in e.callees} == {ix.resolve("ns::leaf").key}
+    rev = ix.callgraph(ix.resolve("ns::leaf"), reverse=True, depth=5)
+    assert [ix.symbol(e.caller).name for e in rev] == ["mid", "mid", "top_kernel", "host_launch"]
+
+
+def test_enclosing_and_text_of(ix):
+    assert ix.enclosing("demo", "a.cuh", 3).qualified_name == "ns::mid"
+    assert ix.enclosing("demo", "a.cuh", 1) is None
+    assert ix.text_of(ix.resolve("ns::mid")).startswith("__device__ int mid(")
+    assert [s.name for s in ix.symbols_in("demo", "a.cuh")] == ["leaf", "mid", "top_kernel", "host_launch", "leaf"]
+    with pytest.raises(UsageError):
+        ix.file("demo", "b.cuh")
+
+
+def test_cache_reuses_and_reparses_only_changed_file(tmp_path, tmp_config):
+    root = write_tree(tmp_path / "tree", {"a.cuh": A, "b.cuh": "__device__ int b() { return 1; }\n",
+                                          "py/m.py": "def f():\n    return 1\n"})
+    files, st = build_upstream("demo", root, config=tmp_config)
+    assert st["parsed"] == 3 and not st["resolved_cache"]
+    files2, st2 = build_upstream("demo", root, config=tmp_config)
+    assert st2["resolved_cache"] and files2 == files
+    (root / "b.cuh").write_text("__device__ int b() { return 2; }\n")
+    files3, st3 = build_upstream("demo", root, config=tmp_config)
+    assert st3["parsed"] == 1 and st3["cached_files"] == 2
+    assert files3["b.cuh"].symbols[0].fingerprint != files["b.cuh"].symbols[0].fingerprint
+    assert files3["a.cuh"] == files["a.cuh"]
+
+
+def test_unreadable_grammar_input_is_a_diagnostic_not_a_crash(tmp_path):
+    ix = index_snippets(tmp_path, {"bad.cu": "}}}} template <<< ((( \x00 garbage", "ok.cu": "void f() {}\n"})
+    assert [s.name for s in ix.symbols_in("demo", "ok.cu")] == ["f"]
+    assert ix.file("demo", "bad.cu").symbols == ()
+
+
+def test_load_index_without_pins_says_to_fetch(tmp_config):
+    with pytest.raises(AnnotateError) as e:
+        load_index(tmp_config)
+    assert "annotate fetch" in (e.value.hint or "")
+
+
+def test_index_directory_missing_root(tmp_path):
+    with pytest.raises(AnnotateError):
+        index_directory("demo", tmp_path / "absent")
+
+
+# ---- CLI, in-process against a fake fetched pin ----------------------------------------------
+
+@pytest.fixture
+def fake_pin(tmp_path, monkeypatch):
+    from annotate.config import Config
+    from annotate.upstreams import checkout_root, get_upstream
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(cache))
+    cfg = Config.load()
+    root = checkout_root(cfg, get_upstream(cfg, "flashinfer"))
+    write_tree(root, {"include/a.cuh": A})
+    # Being fetched is the fetch stage's call (a verified record); here only the tree matters.
+    import annotate.fetch.api as fetch_api
+
+    monkeypatch.setattr(fetch_api, "fetched_root", lambda config, name: root if name == "flashinfer" else None)
+    return cfg
+
+
+def run_cli(capsys, *argv):
+    from annotate.cli import main
+
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_symbols_json(fake_pin, capsys):
+    rc, out, _ = run_cli(capsys, "symbols", "flashinfer:include/a.cuh", "--json")
+    assert rc == 0
+    data = json.loads(out)
+    assert [d["qualified_name"] for d in data][:2] == ["ns::leaf", "ns::mid"]
+    assert {"name", "qualified_name", "kind", "start_line", "end_line"} <= set(data[0])
+
+
+def test_cli_callgraph_json(fake_pin, capsys):
+    rc, out, _ = run_cli(capsys, "callgraph", "flashinfer:ns::host_launch", "--depth", "2", "--json")
+    assert rc == 0
+    data = json.loads(out)
+    assert data["root"] == "ns::host_launch"
+    assert data["edges"][0] == {**data["edges"][0], "caller": "ns::host_launch", "callee": "ns::top_kernel",
+                                "kind": "launch", "file": "include/a.cuh", "line": 5}
+    rc, out, _ = run_cli(capsys, "callgraph", "ns::mid", "--reverse", "--json")
+    assert [e["caller"] for e in json.loads(out)["edges"]] == ["ns::top_kernel"]
+
+
+def test_cli_facts_and_show(fake_pin, capsys):
+    rc, out, _ = run_cli(capsys, "facts", "ns::mid", "--json")
+    assert rc == 0 and json.loads(out) == []
+    rc, out, _ = run_cli(capsys, "show", "ns::mid", "--no-color")
+    assert rc == 0 and "ns::mid" in out and "leaf" in out and "callers" in out
+
+
+def test_cli_ambiguous_and_unknown(fake_pin, capsys):
+    rc, _, err = run_cli(capsys, "facts", "leaf", "--json")
+    assert rc == 2 and "ambiguous" in err and "flashinfer:ns::other::leaf@include/a.cuh:6" in err
+    rc, _, err = run_cli(capsys, "show", "ns::mdi")
+    assert rc == 2 and "nearest names" in err and "ns::mid" in err
+    rc, _, err = run_cli(capsys, "symbols", "include/a.cuh")
+    assert rc == 2 and "UPSTREAM:PATH" in err
+
+
+def test_cli_not_fetched(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(tmp_path / "empty"))
+    rc, _, err = run_cli(capsys, "callgraph", "foo", "--json")
+    assert rc == 1 and "annotate fetch" in err
