@@ -165,6 +165,10 @@ class Config:
         """Function bodies by fingerprint, stored when a fingerprint is written (stale diffs)."""
         return self.cache_dir / "notes" / "bodies"
 
+    def notes_fixtures_dir(self) -> Path:
+        """Test fixtures the notes stage derives (e.g. an older release's headers for drift)."""
+        return self.cache_dir / "notes" / "fixtures"
+
     def tmp_dir(self) -> Path:
         """Scratch space on the same file system as the cache, so renames are atomic."""
         return self.cache_dir / "tmp"

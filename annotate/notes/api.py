@@ -24,6 +24,7 @@ from annotate.notes.anchors import compact, find_anchor, nearest_line
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
 COURSES_DIR = "courses"
 TODO = "TODO"  # placeholder text written by `annotate new`
+SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py", ".inl")
 
 # Per-function outcome in a check: what the summary line counts.
 OUT_OK, OUT_STALE, OUT_BROKEN = "ok", "stale", "broken"
@@ -73,12 +74,25 @@ def _safe(fn: Callable, *args, default=None):
         return default
 
 
-def index_has_file(index, upstream: str, path: str) -> bool:
-    return _safe(index.file, upstream, path) is not None
+_PATHS: dict[int, tuple[object, dict[str, list[str]]]] = {}
 
 
 def index_paths(index, upstream: str) -> list[str]:
-    return [f.path for f in (_safe(index.files, upstream, default=[]) or [])]
+    """Paths of the indexed files of `upstream` (memoised per index object: asking the index
+    about a missing file can be costly, it computes nearest-name hints)."""
+    got = _PATHS.get(id(index))
+    if got is None or got[0] is not index:
+        if len(_PATHS) > 8:
+            _PATHS.clear()
+        got = _PATHS[id(index)] = (index, {})
+    cache = got[1]
+    if upstream not in cache:
+        cache[upstream] = [f.path for f in (_safe(index.files, upstream, default=[]) or [])]
+    return cache[upstream]
+
+
+def index_has_file(index, upstream: str, path: str) -> bool:
+    return path in set(index_paths(index, upstream))
 
 
 def _bare(name: str) -> str:
@@ -131,6 +145,7 @@ class Options:
     stale_detail: Callable | None = None  # (note_fields..., sym) -> str | None (diff text)
     check_schema_line: bool = True
     known_harnesses: set[str] | None = None
+    only: list[Path] | None = None  # check just these files (course maps are always read)
 
 
 def _text(v: Any) -> M.Text | None:
@@ -153,6 +168,10 @@ def load(config: Config, index, options: Options | None = None) -> LoadResult:
     opts = options or Options()
     root = Path(opts.root) if opts.root else config.annotations_dir
     files, course_files = annotation_paths(root)
+    picked = None
+    if opts.only:
+        picked = {Path(os.path.abspath(p)) for p in opts.only}
+        files = [p for p in files if Path(os.path.abspath(p)) in picked]
     result = LoadResult(set=M.AnnotationSet())
     for p in files:
         disp = display_path(config, p)
@@ -171,7 +190,8 @@ def load(config: Config, index, options: Options | None = None) -> LoadResult:
             course, diags = None, [_internal(disp, exc)]
         if course is not None:
             result.set.courses.append(course)
-        result.set.diagnostics.extend(diags)
+        if picked is None or Path(os.path.abspath(p)) in picked:
+            result.set.diagnostics.extend(diags)
     result.set.diagnostics.extend(_cross_checks(result.set))
     return result
 
@@ -339,6 +359,18 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
             result.refreshable.append(refresh)
         result.outcomes.append(Outcome(disp, name, outcome, fn))
 
+    seen: dict[str, M.FunctionNote] = {}
+    for fn in notes:
+        if fn.symbol is None:
+            continue
+        first = seen.setdefault(fn.symbol.key, fn)
+        if first is not fn:
+            src = fn.source
+            diags.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
+                                    f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
+                                    file=disp, line=src.line if src else None, column=src.column if src else None,
+                                    code="duplicate-entry", symbol=fn.qualified_name,
+                                    detail="merge the two entries, or give each a `signature:` that picks a different definition"))
     overview = _text(head_doc.overview) if head_doc else None
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
     return M.AnnotationFile(file=disp, upstream=upstream, path=path, overview=overview,
@@ -554,16 +586,15 @@ def _ref_problem(index, ref: str) -> str | None:
     up, rest = ref.split(":", 1)
     if up not in (_safe(index.upstreams, default=[]) or []):
         return f"ref '{ref}': unknown upstream '{up}'"
-    if "/" in rest or "." in rest.split("::")[-1]:
+    if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-        if index_has_file(index, up, rest):
-            return None
+    if index_has_file(index, up, rest) or _safe(index.find, rest, up, default=[]):
+        return None
+    if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         near = difflib.get_close_matches(rest, index_paths(index, up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
-    if _safe(index.find, rest, up, default=[]):
-        return None
     return f"ref '{ref}': no function '{rest}' in {up}"
 
 

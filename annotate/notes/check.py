@@ -23,6 +23,7 @@ class CheckReport:
     drift: list = field(default_factory=list)  # DriftEntry, when --against was given
     drift_diagnostics: list[Diagnostic] = field(default_factory=list)
     refreshed: int = 0
+    index_seconds: float | None = None  # loading/building the index, when the CLI measured it
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -30,12 +31,14 @@ class CheckReport:
 
     def counts(self) -> dict[str, int]:
         c = {"files": self.files, "functions": 0, "ok": 0, "stale": 0, "broken": 0,
-             "errors": 0, "warnings": 0}
+             "unfingerprinted": 0, "errors": 0, "warnings": 0}
         for o in self.result.outcomes:
             if o.name == "(file)":
                 continue
             c["functions"] += 1
             c[o.outcome] += 1
+            if o.outcome == "ok" and o.note is not None and o.note.status == "unfingerprinted":
+                c["unfingerprinted"] += 1
         for d in self.diagnostics:
             if d.severity == "error":
                 c["errors"] += 1
@@ -49,9 +52,11 @@ class CheckReport:
 
     def summary_line(self) -> str:
         c = self.counts()
+        new = f", {c['unfingerprinted']} without fingerprint" if c["unfingerprinted"] else ""
+        idx = f" + index {self.index_seconds:.2f} s" if self.index_seconds is not None else ""
         return (f"{c['files']} files, {c['functions']} functions: {c['ok']} ok, {c['stale']} stale, "
-                f"{c['broken']} broken; {c['errors']} errors, {c['warnings']} warnings "
-                f"({self.elapsed:.2f} s)")
+                f"{c['broken']} broken{new}; {c['errors']} errors, {c['warnings']} warnings "
+                f"(check {self.elapsed:.2f} s{idx})")
 
     def to_json(self) -> dict:
         def d2j(d: Diagnostic) -> dict:
@@ -70,7 +75,9 @@ class CheckReport:
                         "line": sym.start_line if sym else None, "end_line": sym.end_line if sym else None,
                         "fingerprint": n.fingerprint if n else None,
                         "current_fingerprint": n.current_fingerprint if n else None})
-        out = {"summary": self.counts() | {"seconds": round(self.elapsed, 3)},
+        out = {"summary": self.counts() | {"seconds": round(self.elapsed, 3),
+                                           "index_seconds": None if self.index_seconds is None
+                                           else round(self.index_seconds, 3)},
                "diagnostics": [d2j(d) for d in self.diagnostics],
                "functions": fns}
         if self.drift:
@@ -84,13 +91,37 @@ class StaleExplainer:
     """Builds the `detail` of a stale warning: a diff from the fingerprinted body to now."""
 
     def __init__(self, config: Config, indexer: Indexer | None = None, git_dir: str | None = None,
-                 against_index=None):
+                 against_index=None, against_tree: str | None = None, against_ref: str | None = None):
         self.config = config
         self.store = BodyStore(config)
         self.indexer = indexer
         self.git_dir = git_dir
         self.against_index = against_index
+        self.against_tree = against_tree
+        self.against_ref = against_ref
         self._repos: dict[str, GitRepo | None] = {}
+
+    def _from_against(self, upstream, path, name, fp):
+        """The body from the --against tree or ref, if the function there has fingerprint fp."""
+        if self.indexer is None or not (self.against_tree or self.against_ref):
+            return None
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="annotate-against-") as tmp:
+            if self.against_tree:
+                root, label = Path(self.against_tree), f"--against-dir {self.against_tree}"
+                if not (root / path).is_file():
+                    return None
+            else:
+                repo = self.repo(upstream)
+                if repo is None or not repo.export(self.against_ref, [path], Path(tmp)):
+                    return None
+                root, label = Path(tmp), f"--against {self.against_ref}"
+            idx = self.indexer(upstream, root, [path])
+            for s in api._safe(idx.symbols_in, upstream, path, default=[]) or []:
+                if s.qualified_name == name and s.fingerprint == fp:
+                    return label, idx.text_of(s), s.start_line
+        return None
 
     def repo(self, upstream: str) -> GitRepo | None:
         if upstream not in self._repos:
@@ -98,15 +129,19 @@ class StaleExplainer:
             self._repos[upstream] = GitRepo(d) if d else None
         return self._repos[upstream]
 
-    def old_body(self, upstream, path, name, fp) -> tuple[str, str] | None:
-        """(where it came from, text) of the body that had fingerprint `fp`."""
+    def old_body(self, upstream, path, name, fp) -> tuple[str, str, int] | None:
+        """(where it came from, text, first line or 1) of the body that had fingerprint `fp`."""
         text = self.store.get(fp)
         if text is not None:
-            return "stored copy", text
+            return "stored copy", text, 1
         if self.against_index is not None:
             for s in api._safe(self.against_index.symbols_in, upstream, path, default=[]) or []:
                 if s.qualified_name == name and s.fingerprint == fp:
-                    return "--against tree", self.against_index.text_of(s)
+                    return "--against tree", self.against_index.text_of(s), s.start_line
+        got = self._from_against(upstream, path, name, fp)
+        if got is not None:
+            self.store.put(fp, got[1])
+            return got
         repo = self.repo(upstream)
         if repo is not None and self.indexer is not None:
             try:
@@ -119,9 +154,9 @@ class StaleExplainer:
                 ref = "HEAD"
             found = find_in_history(repo, ref, upstream, path, name, fp, self.indexer)
             if found:
-                rev, text = found
+                rev, text, start = found
                 self.store.put(fp, text)
-                return f"git {rev[:12]}", text
+                return f"git {rev[:12]}", text, start
         return None
 
     def __call__(self, upstream, path, name, fp, sym, body) -> str:
@@ -134,17 +169,18 @@ class StaleExplainer:
             return (f"the fingerprinted body cannot be recovered (no stored copy; no local git mirror in "
                     f"${up_var} or --git-dir), so here is the function now, lines {sym.start_line}-{sym.end_line}:\n"
                     f"{shown}{more}")
-        src, text = old
+        src, text, start = old
         return short_diff(text, body, f"{path} ({name} as annotated, from {src})", f"{path} (now)",
-                          1, sym.start_line)
+                          start, sym.start_line)
 
 
 def run_check(config: Config, index, root: Path | None = None, *, refresh: bool = False,
-              explainer=None, known_harnesses: set[str] | None = None) -> CheckReport:
+              explainer=None, known_harnesses: set[str] | None = None,
+              only: list[Path] | None = None) -> CheckReport:
     t0 = time.perf_counter()
     if known_harnesses is None:
         known_harnesses = discover_harnesses(config)
-    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses)
+    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only)
     result = api.load(config, index, opts)
     refreshed = 0
     if refresh and result.refreshable:

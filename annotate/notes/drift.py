@@ -25,6 +25,7 @@ from annotate.notes.anchors import find_anchor
 from annotate.notes.history import GitRepo, git_dir_for, short_diff
 
 SIMILAR = 0.6
+MIN_SIMILAR_LINES = 4  # shorter bodies look alike too easily to suggest a rename
 MAX_GREP_FILES = 24
 
 
@@ -130,30 +131,52 @@ def _search_roots(config: Config, upstream: str) -> list[str]:
         return []
 
 
+def _missing(idx, upstream, notes) -> list[str]:
+    """Bare names of the notes whose function is not in its own file in `idx`."""
+    out = set()
+    for n in notes:
+        names = {s.qualified_name for s in api._safe(idx.symbols_in, upstream, n.path, default=[]) or []}
+        if n.qualified_name not in names:
+            out.add(n.qualified_name.split("::")[-1])
+    return sorted(out)
+
+
+SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py")
+
+
 def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
-    """(Index of B, description of B) or raises ValueError with the reason."""
+    """(Index of B, description of B) or raises ValueError with the reason.
+
+    Only the annotated files are indexed, plus, for functions missing from their file, the
+    files that mention their names (to find a function that moved to another file)."""
     paths = sorted({n.path for n in notes})
-    bares = sorted({n.qualified_name.split("::")[-1] for n in notes})
     if tree:
         root = Path(tree)
         if not root.is_dir():
             raise ValueError(f"--against-dir {tree}: no such directory")
-        extra: set[str] = set()
+        present = [p for p in paths if (root / p).is_file()]
+        idx = indexer(upstream, root, present)
+        missing = _missing(idx, upstream, notes)
+        if not missing:
+            return idx, f"{root}"
+        extra: list[str] = []
         for sub in _search_roots(config, upstream) or [""]:
             base = root / sub
             if not base.is_dir():
                 continue
             for f in sorted(base.rglob("*")):
-                if len(extra) >= MAX_GREP_FILES * 4 or not f.is_file() or f.suffix not in (".h", ".cuh", ".cu", ".cpp", ".hpp", ".py"):
+                if len(extra) >= MAX_GREP_FILES or not f.is_file() or f.suffix not in SOURCE_SUFFIXES:
+                    continue
+                rel = f.relative_to(root).as_posix()
+                if rel in present:
                     continue
                 try:
                     txt = f.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     continue
-                if any(b in txt for b in bares):
-                    extra.add(f.relative_to(root).as_posix())
-        present = sorted({p for p in paths if (root / p).is_file()} | extra)
-        return indexer(upstream, root, present), f"{root}"
+                if any(b in txt for b in missing):
+                    extra.append(rel)
+        return (indexer(upstream, root, sorted(set(present) | set(extra))) if extra else idx), f"{root}"
     d = git_dir_for(config, upstream, git_dir)
     if d is None:
         raise ValueError(f"no local git mirror of {upstream}: set ANNOTATE_URL_{upstream.upper().replace('-', '_')} "
@@ -164,14 +187,19 @@ def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
         raise ValueError(f"{ref!r} is not a commit in {d}")
     tmp = Path(tempfile.mkdtemp(prefix="annotate-drift-"))
     got = set(repo.export(commit, paths, tmp))
-    roots = _search_roots(config, upstream)
-    extra: list[str] = []
-    for b in bares:
-        for p in repo.grep_files(commit, b, roots or ["."]):
-            if p not in got and p not in extra and p.endswith((".h", ".cuh", ".cu", ".cpp", ".hpp", ".py")):
-                extra.append(p)
-    got |= set(repo.export(commit, extra[:MAX_GREP_FILES], tmp))
-    return indexer(upstream, tmp, sorted(got)), f"{ref} ({commit[:12]})"
+    idx = indexer(upstream, tmp, sorted(got))
+    missing = _missing(idx, upstream, notes)
+    if missing:
+        roots = _search_roots(config, upstream)
+        extra: list[str] = []
+        for b in missing:
+            for p in repo.grep_files(commit, b, roots or ["."]):
+                if p not in got and p not in extra and p.endswith(SOURCE_SUFFIXES):
+                    extra.append(p)
+        more = set(repo.export(commit, extra[:MAX_GREP_FILES], tmp))
+        if more:
+            idx = indexer(upstream, tmp, sorted(got | more))
+    return idx, f"{ref} ({commit[:12]})"
 
 
 def run_drift(config: Config, report, index, *, ref: str | None, tree: str | None, git_dir: str | None,
@@ -243,22 +271,30 @@ def drift_one(index, other, n) -> DriftEntry:
             hits = find_anchor(b_body, note.at)
             e.anchors.append((note.at, note.line, b.start_line + hits[0][0] if len(hits) == 1 else None, len(hits)))
         return e
-    # not in its file under that name
-    elsewhere = [s for s in api._safe(other.find, n.qualified_name, n.upstream, default=[]) or []
-                 if s.qualified_name == n.qualified_name and s.path != n.path]
+    # not in its file under that name: the same body anywhere (renamed, or moved to another
+    # file), then the same name in another file, then a similar body
+    pool = [s for s in api._safe(other.all_symbols, default=[]) or [] if s.upstream == n.upstream]
+    exact = [s for s in pool if want_fp and s.fingerprint == want_fp]
+    if exact:
+        moved = [s for s in exact if s.qualified_name == n.qualified_name]
+        if moved:
+            e.kind, e.new_path = "moved-file", moved[0].path
+            e.new_lines = (moved[0].start_line, moved[0].end_line)
+            e.candidates = [(s.qualified_name, s.path, s.start_line, 1.0) for s in moved]
+        else:
+            e.kind = "renamed"
+            e.candidates = [(s.qualified_name, s.path, s.start_line, 1.0) for s in exact]
+        return e
+    elsewhere = [s for s in pool if s.qualified_name == n.qualified_name and s.path != n.path]
+    if n.signature:
+        elsewhere = [s for s in elsewhere if api._sig_matches(n.signature, s)]
     if elsewhere:
         e.kind = "moved-file"
         e.new_path = elsewhere[0].path
         e.new_lines = (elsewhere[0].start_line, elsewhere[0].end_line)
-        e.candidates = [(s.qualified_name, s.path, s.start_line, 1.0) for s in elsewhere]
+        e.candidates = [(s.qualified_name, s.path, s.start_line, 0.0) for s in elsewhere]
         return e
-    pool = [s for s in api._safe(other.all_symbols, default=[]) or [] if s.upstream == n.upstream]
-    exact = [s for s in pool if want_fp and s.fingerprint == want_fp]
-    if exact:
-        e.kind = "renamed"
-        e.candidates = [(s.qualified_name, s.path, s.start_line, 1.0) for s in exact]
-        return e
-    if a_body:
+    if a_body and len([ln for ln in a_body.splitlines() if ln.strip()]) >= MIN_SIMILAR_LINES:
         scored = []
         a_norm = _norm_body(a_body, a.name if a else "")
         for s in pool:
@@ -300,8 +336,9 @@ def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
                                                 code="drift-anchor", detail=anchor_txt, **loc)
     if e.kind == "moved":
         sev = "warning" if lost else "info"
+        lost_txt = "\n".join(f"anchor {a!r}: {c} matches at the target (re-anchor it)" for a, _o, _n, c in lost)
         return Diagnostic(sev, f"at {e.target}: {e.name} moved, lines {span(e.old_lines)} → {span(e.new_lines)} "
-                          "(same body; notes follow it)", code="drift-moved", detail=anchor_txt or None, **loc)
+                          "(same body; notes follow it)", code="drift-moved", detail=lost_txt or None, **loc)
     if e.kind == "changed":
         detail = "\n".join(x for x in (e.diff, anchor_txt) if x) or None
         return Diagnostic("warning", f"at {e.target}: {e.name} changed (lines {span(e.old_lines)} → "

@@ -128,8 +128,8 @@ class GitRepo:
 
 
 def find_in_history(repo: GitRepo, ref: str, upstream: str, path: str, qualified_name: str,
-                    fingerprint: str, indexer: Indexer) -> tuple[str, str] | None:
-    """(commit, body text) of the newest version of `path` before `ref` where the function
+                    fingerprint: str, indexer: Indexer) -> tuple[str, str, int] | None:
+    """(commit, body text, its first line) of the newest version of `path` before `ref` where the function
     had `fingerprint`."""
     seen_blobs: set[str] = set()
     for rev in repo.revs_touching(ref, path):
@@ -145,7 +145,7 @@ def find_in_history(repo: GitRepo, ref: str, upstream: str, path: str, qualified
                 idx = indexer(upstream, Path(tmp), [path])
                 for sym in idx.symbols_in(upstream, path):
                     if sym.qualified_name == qualified_name and sym.fingerprint == fingerprint:
-                        return rev, idx.text_of(sym)
+                        return rev, idx.text_of(sym), sym.start_line
             except Exception:  # an old version the parser cannot read: try the next one
                 continue
     return None
