@@ -45,7 +45,20 @@ def demo_repo(tmp_path: Path) -> Config:
     (root / "schema").mkdir()
     config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=root)
     shutil.copytree(SRC, config.checkout_dir(UP, up.commit))
+    _write_fetch_record(config, up)
     return config
+
+
+def _write_fetch_record(config: Config, up) -> None:
+    """Mark the demo checkout as fetched, the way the fetch stage records it."""
+    import json
+
+    from annotate.fetch.api import FetchRecord
+
+    rec = FetchRecord(name=up.name, commit=up.commit, tag=up.tag, route="existing", source="tests", reason="fixture",
+                      root=config.checkout_dir(up.name, up.commit), fetched_at="2026-01-01T00:00:00Z", seconds=0.0,
+                      verified="commit", files=2)
+    config.fetch_record(up.name, up.commit).write_text(json.dumps(rec.to_json()))
 
 
 def test_fixture_site_outputs(tmp_config, tmp_path):
