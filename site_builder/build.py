@@ -65,7 +65,8 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
     previous = read_manifest(out)
     stamp = input_stamp(config, chosen)
     if index is None and previous.stamp == stamp and _outputs_present(out, previous):
-        return BuildReport(out, True, len(previous.pages), 0, 0, None, time.perf_counter() - t0)
+        n_src = sum(1 for p in previous.pages if names.is_source_page(p))
+        return BuildReport(out, True, n_src, 0, 0, None, time.perf_counter() - t0)
 
     if index is None:
         if fetch:
@@ -80,7 +81,7 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
 
     # Which source pages must be rendered again.
     ikey = index_key(ctx)
-    tkey = render.templates_key()
+    tkey = render.templates_key(names.SOURCE_DIR)
     keys: dict[str, str] = {}
     todo: list[tuple[str, str]] = []
     for (up, path) in ctx.rendered:
@@ -98,23 +99,33 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
         line_counts[(up, path)] = results[page][1] if page in results else previous.lines.get(page, 0)
 
     files: dict[str, str | bytes] = {page: html for page, (html, _n) in results.items()}
-    files[names.INDEX_PAGE] = render.render_index(pages.index_page(ctx, line_counts))
+
+    # The home page, course pages and search index: models are cheap, rendering less so;
+    # each is rendered only when the repr of its model (its key) changed.
+    def other(page: str, model_key: str, make) -> None:
+        keys[page] = _page_key(render.templates_key(page), model_key, "")
+        if previous.pages.get(page) != keys[page] or not (out / page).is_file():
+            files[page] = make()
+
+    home = pages.index_page(ctx, line_counts)
+    other(names.INDEX_PAGE, _digest(repr(home)), lambda: render.render_index(home))
     for course in ctx.courses.values():
         cp = pages.course_page(ctx, course)
-        files[cp.page] = render.render_course(cp)
-    files[names.SEARCH_INDEX] = render.render_search_index(pages.search_data(ctx))
+        other(cp.page, _digest(repr(cp)), lambda cp=cp: render.render_course(cp))
+    other(names.SEARCH_INDEX, ikey + pages.search_digest(ctx),
+          lambda: render.render_search_index(pages.search_data(ctx)))
     for name, data in render.asset_files().items():
         files[names.asset_path(name)] = data
     clock.lap("other pages")
 
-    outputs = sorted(set(files) | set(keys))
+    outputs = sorted(set(files) | set(keys) | {names.asset_path(n) for n in render.asset_files()})
     manifest = Manifest(stamp=stamp, pages=keys,
                         lines={names.source_page(u, p): n for (u, p), n in line_counts.items()},
                         outputs=outputs)
     stats = write_outputs(out, files, manifest, previous)
     clock.lap("write")
     src_bytes = sum(len(ctx.index.source(u, p).encode("utf-8")) for u, p in todo)
-    return BuildReport(out, False, len(keys), len(results), src_bytes, stats, time.perf_counter() - t0,
+    return BuildReport(out, False, len(ctx.rendered), len(results), src_bytes, stats, time.perf_counter() - t0,
                        tuple(clock.laps))
 
 
@@ -185,6 +196,10 @@ def index_key(ctx: pages.SiteContext) -> str:
     for name, up in sorted(ctx.upstreams.items()):
         h.update(f"{name}\0{up.commit}\0{up.web}\0{up.title}\n".encode())
     return h.hexdigest()[:32]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _page_key(tkey: str, ikey: str, digest: str) -> str:

@@ -281,6 +281,7 @@ class Coverage:
 @dataclass(frozen=True)
 class UpstreamView:
     name: str
+    anchor: str
     title: str
     tag: str
     commit: str

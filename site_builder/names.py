@@ -17,13 +17,21 @@ MANIFEST = ".annotate-site.json"  # what the last build wrote, with the inputs' 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]+")
 
 
+SOURCE_DIR = "src/"
+COURSES_DIR = "courses/"
+
+
 def source_page(upstream: str, path: str) -> str:
     """The page showing one upstream source file."""
-    return f"src/{upstream}/{path}.html"
+    return f"{SOURCE_DIR}{upstream}/{path}.html"
+
+
+def is_source_page(page: str) -> bool:
+    return page.startswith(SOURCE_DIR)
 
 
 def course_page(course_id: str) -> str:
-    return f"courses/{_UNSAFE.sub('_', course_id)}.html"
+    return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}.html"
 
 
 def step_anchor(step_id: str) -> str:
@@ -33,6 +41,11 @@ def step_anchor(step_id: str) -> str:
 
 def asset_path(name: str) -> str:
     return f"{ASSETS_DIR}/{name}"
+
+
+def upstream_anchor(upstream: str) -> str:
+    """The id of an upstream's section on the home page."""
+    return "up-" + _UNSAFE.sub("_", upstream)
 
 
 def line_anchor(line: int) -> str:

@@ -250,7 +250,7 @@ def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
         LegendEntry(k, *_legend_style(k), count=n) for k, n in sorted(legend_count.items())
     )
     parts = path.split("/")
-    crumbs = [Crumb(up.title, names.rel_href(page, names.INDEX_PAGE, f"up-{upstream}"))]
+    crumbs = [Crumb(up.title, names.rel_href(page, names.INDEX_PAGE, names.upstream_anchor(upstream)))]
     crumbs += [Crumb(p, None) for p in parts]
     return FilePlan(
         page=page,
@@ -474,7 +474,7 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
                                 line_counts.get((u, path), 0), f, a, st))
         if not rows:
             continue
-        ups.append(UpstreamView(name, up.title, up.tag, up.commit, up.commit_url(), up.render,
+        ups.append(UpstreamView(name, names.upstream_anchor(name), up.title, up.tag, up.commit, up.commit_url(), up.render,
                                 Coverage(tf, ta, ts_), tuple(rows)))
     courses = tuple(CourseLink(text_str(c.title) or c.id, names.rel_href(page, names.course_page(c.id)),
                                len(c.steps or ())) for c in ctx.courses.values())
@@ -491,6 +491,16 @@ def course_page(ctx: SiteContext, course) -> CoursePage:
     )
     view = CourseView(course.id, page, text_str(course.title) or course.id, text_view(course.text), steps)
     return CoursePage(page, names.root_prefix(page), view)
+
+
+def search_digest(ctx: SiteContext) -> str:
+    """What the annotations contribute to the search index (the index's key covers the rest)."""
+    import hashlib
+
+    parts = [f"{k}\0{_text_plain(getattr(n, 'summary', None))}\0{_text_plain(getattr(n, 'first_look', None))}"
+             for k, n in sorted(ctx.notes.items())]
+    parts += [f"{c.id}\0{text_str(c.title)}" for c in ctx.courses.values()]
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def search_data(ctx: SiteContext) -> dict:

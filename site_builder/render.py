@@ -9,6 +9,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from site_builder import names
 from site_builder.model import CoursePage, FilePage, IndexPage
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -22,7 +23,7 @@ def _num(n) -> str:
     return f"{int(n):,}"
 
 
-FILTERS = {"num": _num}
+FILTERS = {"num": _num, "line_anchor": names.line_anchor}
 
 
 @lru_cache(maxsize=1)
@@ -64,14 +65,27 @@ def asset_files() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(ASSETS_SRC.iterdir()) if p.is_file()}
 
 
-# The templates a source page is made from: its key changes only when one of them does
-# (a CSS or JS edit, or an edit of the home page's template, renders no source page again).
-SOURCE_PAGE_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2", "file.html.jinja2")
+# The templates each kind of page is made from: a page's key changes only when one of them
+# does (a CSS or JS edit renders no page again; a home-page edit renders only the home page).
+COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
+PAGE_TEMPLATES = {names.SOURCE_DIR: "file.html.jinja2", names.COURSES_DIR: "course.html.jinja2",
+                  names.INDEX_PAGE: "index.html.jinja2"}
 
 
-def templates_key() -> str:
-    """Part of every source page's cache key."""
+def templates_key(page: str) -> str:
+    """Part of the cache key of `page` (a path in the site)."""
+    own = next((t for prefix, t in PAGE_TEMPLATES.items() if page.startswith(prefix)), None)
     h = hashlib.sha256(repr(STYLESHEETS).encode())
-    for name in SOURCE_PAGE_TEMPLATES:
-        h.update(name.encode() + b"\0" + (TEMPLATES_DIR / name).read_bytes())
+    for name in COMMON_TEMPLATES + ((own,) if own else ()):
+        h.update(name.encode() + b"\0" + _read(TEMPLATES_DIR / name))
     return h.hexdigest()[:16]
+
+
+def _read(path: Path) -> bytes:
+    st = path.stat()
+    return _read_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=64)
+def _read_cached(path: str, _mtime: int, _size: int) -> bytes:
+    return Path(path).read_bytes()
