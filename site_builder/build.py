@@ -81,7 +81,7 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
 
     # Which source pages must be rendered again.
     ikey = index_key(ctx)
-    tkey = render.templates_key(names.SOURCE_DIR)
+    tkey = render.templates_key(names.SOURCE_DIR) + code_key()
     keys: dict[str, str] = {}
     todo: list[tuple[str, str]] = []
     for (up, path) in ctx.rendered:
@@ -103,7 +103,7 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
     # The home page, course pages and search index: models are cheap, rendering less so;
     # each is rendered only when the repr of its model (its key) changed.
     def other(page: str, model_key: str, make) -> None:
-        keys[page] = _page_key(render.templates_key(page), model_key, "")
+        keys[page] = _page_key(render.templates_key(page) + code_key(), model_key, "")
         if previous.pages.get(page) != keys[page] or not (out / page).is_file():
             files[page] = make()
 
@@ -186,6 +186,15 @@ def input_stamp(config: Config, pins: dict) -> str:
         for p in sorted(ann.rglob("*")):
             stat(p)
     return h.hexdigest()[:32]
+
+
+def code_key() -> str:
+    """Changes when the site builder's own code or queries change (they shape every page)."""
+    h = hashlib.sha256(SITE_VERSION.encode())
+    here = Path(__file__).parent
+    for p in sorted([*here.glob("*.py"), *here.glob("queries/*.scm")]):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def index_key(ctx: pages.SiteContext) -> str:

@@ -11,22 +11,18 @@ import re
 
 # kind -> (marker, legend label, colour class)
 FACT_STYLES: dict[str, tuple[str, str, str]] = {
+    # the kinds of annotate/index/rules/memory.yaml
     "shared-static": ("S", "__shared__ array (static)", "fc1"),
     "shared-dynamic": ("S*", "extern __shared__ (dynamic shared memory)", "fc1"),
-    "shared": ("S", "shared memory", "fc1"),
     "cp-async": ("CA", "cp.async global → shared copy", "fc2"),
+    "cp-async-group": ("CG", "cp.async commit / wait (pipeline stage)", "fc2"),
     "tma": ("TM", "TMA bulk copy", "fc2"),
-    "barrier": ("B", "barrier / __syncthreads", "fc3"),
-    "sync": ("B", "barrier / __syncthreads", "fc3"),
-    "shuffle": ("SH", "warp shuffle", "fc4"),
+    "barrier": ("B", "barrier (__syncthreads, bar.sync, …)", "fc3"),
     "warp-shuffle": ("SH", "warp shuffle", "fc4"),
-    "mma": ("MM", "tensor-core mma", "fc5"),
-    "ldmatrix": ("LM", "ldmatrix shared → registers", "fc5"),
-    "vector-load": ("V", "vectorised global load/store", "fc6"),
-    "vector": ("V", "vectorised global load/store", "fc6"),
+    "tensor-core": ("MM", "tensor cores (mma, ldmatrix, wgmma)", "fc5"),
+    "vector-access": ("V", "vectorised load / store", "fc6"),
     "atomic": ("AT", "atomic operation", "fc7"),
-    "global-load": ("G", "global memory access", "fc6"),
-    "register": ("R", "register array", "fc8"),
+    "inline-ptx": ("PTX", "inline PTX", "fc8"),
 }
 _PALETTE = ("fc1", "fc2", "fc3", "fc4", "fc5", "fc6", "fc7", "fc8")
 

@@ -79,7 +79,7 @@ class FixtureIndex:
         n_facts = (
             MemoryFact(kern.key, "shared-static", "__shared__ float smem[32]", NORM, _line(norm, "__shared__ float"), "shared-static"),
             MemoryFact(kern.key, "barrier", "__syncthreads()", NORM, _line(norm, "__syncthreads"), "syncthreads"),
-            MemoryFact(kern.key, "shuffle", "shfl_xor_sync", NORM, _line(norm, "math::shfl_xor_sync(sum_sq"), "shfl"),
+            MemoryFact(kern.key, "warp-shuffle", "shfl_xor_sync", NORM, _line(norm, "math::shfl_xor_sync(sum_sq"), "shfl"),
         )
         self._files = {
             NORM: FileIndex(UP, NORM, "b" * 40, "cuda", (shfl, kern, host), n_edges, n_facts),
