@@ -91,6 +91,10 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
             todo.append((up, path))
     clock.lap("keys")
 
+    if progress and len(todo) >= PARALLEL_THRESHOLD:
+        import sys
+
+        print(f"annotate: rendering {len(todo)} of {len(keys)} source pages into {out}", file=sys.stderr, flush=True)
     results = _render_sources(config, ctx, todo, jobs, progress)
     clock.lap("render sources")
     line_counts = {}
