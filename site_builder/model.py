@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 # A piece of a code line: (token class or "", text, href or None). Token classes are the
-# one-letter codes of highlight.TOKEN_CLASSES; "" is plain text.
+# one-letter codes of highlight.TOKEN_CLASSES; "" is plain text. Text and href are already
+# HTML-escaped (code.escape_text / escape_attr): the template's code loop does not escape.
 Piece = tuple[str, str, "str | None"]
 
 

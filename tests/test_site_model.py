@@ -75,6 +75,7 @@ def test_file_page_html():
     assert 'id="f-RMSNormKernel-12"' in html and 'id="f-shfl_xor_sync-7"' in html
     # source text is escaped, never interpreted
     assert "<b>not markup</b>" not in html and "&lt;b&gt;not markup&lt;/b&gt;" in html
+    assert "&lt;/b&gt; &amp; more" in html and "&lt;<b>typename</b>" in html
     # the annotation sits beside its function, with the note's Markdown rendered
     assert '<aside class="note fn"' in html and "<strong>warp reduction</strong>" in html
     assert '<aside class="note in"' in html and "Five butterfly steps" in html
@@ -119,6 +120,17 @@ def assert_inert(html: str) -> None:
             assert not k.startswith("on"), (tag, k)
             if k in ("href", "src", "action", "xlink:href"):
                 assert not (v or "").strip().lower().startswith(("javascript:", "data:", "vbscript:")), (tag, v)
+
+
+def test_code_text_escaping():
+    from site_builder.code import escape_attr, escape_text, line_pieces
+    from site_builder.model import CodeLink
+
+    assert escape_text('a < b && c > "d"') == 'a &lt; b &amp;&amp; c &gt; "d"'
+    assert escape_attr('x"><script>&') == "x&quot;&gt;&lt;script&gt;&amp;"
+    pieces = line_pieces('f<int>(x) && "<s>"', ((10, 18, "s"),), [CodeLink(1, 0, "f", 'p.html#a"b', "f")], None)
+    assert pieces == (("", "f", 'p.html#a&quot;b'), ("", "&lt;int&gt;(x) ", None), ("", "&amp;&amp; ", None),
+                      ("s", '"&lt;s&gt;"', None)) or "".join(t for _, t, _ in pieces) == 'f&lt;int&gt;(x) &amp;&amp; "&lt;s&gt;"'
 
 
 def test_hostile_annotation_is_neutralised():
