@@ -51,8 +51,8 @@ class SiteContext:
     rendered: dict[tuple[str, str], Any] = field(default_factory=dict)  # (up, path) -> FileIndex
     symbols: dict[str, Any] = field(default_factory=dict)  # Symbol.key -> Symbol (rendered files)
     all_symbols: dict[str, Any] = field(default_factory=dict)  # Symbol.key -> Symbol (whole index)
-    callers: dict[str, list] = field(default_factory=lambda: defaultdict(list))  # callee key -> edges
-    calls: dict[str, list] = field(default_factory=lambda: defaultdict(list))  # caller key -> edges
+    callers: Any = None  # .get(callee key) -> incoming edges (see _EdgesOf)
+    calls: Any = None  # .get(caller key) -> outgoing edges
     notes: dict[str, Any] = field(default_factory=dict)  # Symbol.key -> FunctionNote
     courses: dict[str, Any] = field(default_factory=dict)  # course id -> Course
     file_overviews: dict[tuple[str, str], Any] = field(default_factory=dict)
@@ -77,23 +77,33 @@ def rendered_paths(index, upstreams: dict, only: list[str] | None = None) -> dic
 _INDEX_PART: dict = {}
 
 
+class _EdgesOf:
+    """`ctx.calls` / `ctx.callers`: edges by Symbol.key, asked of the index (which keeps
+    both directions already) instead of copied for every build."""
+
+    def __init__(self, index, symbols: dict, reverse: bool) -> None:
+        self._index, self._symbols, self._reverse = index, symbols, reverse
+
+    def get(self, key: str, default=()):
+        sym = self._symbols.get(key)
+        if sym is None:
+            return default
+        return (self._index.callers if self._reverse else self._index.callees)(sym) or default
+
+
 def _index_part(index, upstreams: dict, only) -> tuple:
     memo_key = (id(index), tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())), tuple(only or ()))
     hit = _INDEX_PART.get("key") == memo_key and _INDEX_PART.get("index") is index
     if not hit:
         rendered = rendered_paths(index, upstreams, only)
         all_symbols, symbols = {}, {}
-        calls, callers = defaultdict(list), defaultdict(list)
         for fi in index.files():
             shown = (fi.upstream, fi.path) in rendered
             for s in fi.symbols:
                 all_symbols[s.key] = s
                 if shown:
                     symbols[s.key] = s
-            for e in fi.edges:
-                calls[e.caller].append(e)
-                for ck in e.callees:
-                    callers[ck].append(e)
+        calls, callers = _EdgesOf(index, all_symbols, False), _EdgesOf(index, all_symbols, True)
         _INDEX_PART.clear()
         _INDEX_PART.update(key=memo_key, index=index, value=(rendered, all_symbols, symbols, calls, callers))
     return _INDEX_PART["value"]

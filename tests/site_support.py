@@ -105,6 +105,14 @@ class FixtureIndex:
     def symbol(self, key):
         return next(s for s in self.syms.values() if s.key == key)
 
+    def callees(self, sym):
+        return sorted((e for f in self._files.values() for e in f.edges if e.caller == sym.key),
+                      key=lambda e: (e.line, e.column))
+
+    def callers(self, sym):
+        return sorted((e for f in self._files.values() for e in f.edges if sym.key in e.callees),
+                      key=lambda e: (e.path, e.line, e.column))
+
     def find(self, name, upstream=None):
         exact = [s for s in self.syms.values() if s.qualified_name == name]
         return exact or [s for q, s in self.syms.items() if q.endswith("::" + name) or s.name == name]
