@@ -288,8 +288,8 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
     path = head_doc.path if head_doc else (data.get("path") if isinstance(data.get("path"), str) else None)
     file_ok = head_doc is not None
 
-    # Where the file is vs what it says.
-    if file_ok:
+    # Where the file is vs what it says (a path that leaves the upstream is reported below).
+    if file_ok and check_upstream_path(upstream, path) is None:
         try:
             rel = Path(os.path.abspath(p)).relative_to(Path(os.path.abspath(root))).as_posix()
         except ValueError:
