@@ -17,6 +17,7 @@ from annotate.errors import AnnotateError
 
 # Stage command modules, in the order their commands appear in --help.
 COMMAND_MODULES = [
+    "annotate.fetch.cli",
     "annotate.index.cli",
     "annotate.notes.cli",
 ]

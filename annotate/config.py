@@ -17,6 +17,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ENV_CACHE = "ANNOTATE_CACHE_DIR"
 ENV_CONFIG = "ANNOTATE_CONFIG"
 ENV_URL_PREFIX = "ANNOTATE_URL_"  # ANNOTATE_URL_FLASHINFER, ANNOTATE_URL_FLASH_ATTENTION, ANNOTATE_URL_CUTLASS
+ENV_PIP_ARGS = "ANNOTATE_PIP_ARGS"  # extra `pip download` arguments (a mirror, --find-links, --no-index)
+ENV_GIT_TIMEOUT = "ANNOTATE_GIT_TIMEOUT"  # seconds to wait for a git remote to answer before giving up on it
 
 
 def _platform_dir(kind: str, env: dict[str, str]) -> Path:
@@ -50,6 +52,8 @@ class Config:
     # name -> URL, from the config file's [urls] table; the environment wins over it.
     url_overrides: dict[str, str] = field(default_factory=dict)
     environ: dict[str, str] = field(default_factory=dict, repr=False)
+    # the config file's [fetch] table (pip_args, git_timeout); the environment wins over it.
+    fetch_settings: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, environ: dict[str, str] | None = None, cache_dir: Path | None = None,
@@ -58,6 +62,7 @@ class Config:
         cache = cache_dir or (Path(env[ENV_CACHE]).expanduser() if env.get(ENV_CACHE) else default_cache_dir(env))
         cfg_file = Path(env[ENV_CONFIG]).expanduser() if env.get(ENV_CONFIG) else default_config_file(env)
         urls: dict[str, str] = {}
+        fetch: dict = {}
         if cfg_file.is_file():
             from annotate.errors import AnnotateError
 
@@ -66,8 +71,9 @@ class Config:
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise AnnotateError(f"{cfg_file}: invalid TOML: {exc}") from None
             urls = {str(k): str(v) for k, v in (data.get("urls") or {}).items()}
+            fetch = dict(data.get("fetch") or {})
         return cls(cache_dir=cache.resolve(), repo_root=(repo_root or REPO_ROOT).resolve(),
-                   url_overrides=urls, environ=env)
+                   url_overrides=urls, environ=env, fetch_settings=fetch)
 
     # ---- overrides -------------------------------------------------------------------
     def url_for(self, name: str, default: str) -> tuple[str, str]:
@@ -79,6 +85,25 @@ class Config:
             return self.url_overrides[name], "config file [urls]"
         return default, "pin file"
 
+    def pip_args(self) -> list[str]:
+        """Extra arguments for `pip download` ($ANNOTATE_PIP_ARGS, else [fetch] pip_args)."""
+        import shlex
+
+        if self.environ.get(ENV_PIP_ARGS) is not None:
+            return shlex.split(self.environ[ENV_PIP_ARGS])
+        raw = self.fetch_settings.get("pip_args", [])
+        return shlex.split(raw) if isinstance(raw, str) else [str(a) for a in raw]
+
+    def git_timeout(self) -> float:
+        """Seconds a git remote gets to answer (DNS + connect) before the git route gives up."""
+        raw = self.environ.get(ENV_GIT_TIMEOUT) or self.fetch_settings.get("git_timeout") or 5
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            from annotate.errors import AnnotateError
+
+            raise AnnotateError(f"git timeout must be a number of seconds, got {raw!r}") from None
+
     # ---- repository paths ---------------------------------------------------------------
     @property
     def upstreams_file(self) -> Path:
@@ -87,6 +112,10 @@ class Config:
     @property
     def locks_dir(self) -> Path:
         return self.repo_root / "vendor_kernels" / "locks"
+
+    def lock_file(self, lock: str) -> Path:
+        """A committed lock of git blob ids; `lock` as the pin file names it (relative to vendor_kernels/)."""
+        return self.kernels_dir / lock
 
     @property
     def annotations_dir(self) -> Path:

@@ -116,6 +116,10 @@ def fake_pin(tmp_path, monkeypatch):
     cfg = Config.load()
     root = checkout_root(cfg, get_upstream(cfg, "flashinfer"))
     write_tree(root, {"include/a.cuh": A})
+    # Being fetched is the fetch stage's call (a verified record); here only the tree matters.
+    import annotate.fetch.api as fetch_api
+
+    monkeypatch.setattr(fetch_api, "fetched_root", lambda config, name: root if name == "flashinfer" else None)
     return cfg
 
 

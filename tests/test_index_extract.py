@@ -41,9 +41,22 @@ void LaunchDirect(float* out) {
   DecodeKernel<128, half><<<2, 64, 0>>>(nullptr, out);
 }
 
+__global__ void __launch_bounds__(128, 1) __cluster_dims__(2, 1, 1) ClusterKernel(float* out) {
+  out[0] = 1.f;
+}
+
 void LaunchEx(float* out, cudaLaunchConfig_t config) {
   auto kernel = DecodeKernel<64, float>;
   cudaLaunchKernelEx(&config, kernel, nullptr, out);
+  auto* kernel_instance = &DecodeKernel<32, float>;
+  cudaLaunchKernelEx(&config, kernel_instance, nullptr, out);
+  void (*fp)(float*, float*) = DecodeKernel<16, float>;
+  fp<<<1, 1>>>(nullptr, out);
+  void* args[] = {&out};
+  auto launch_sort = [&](auto kernel, uint32_t threads) -> cudaError_t {
+    return cudaLaunchKernel((void*)kernel, dim3(1), dim3(threads), args, 0, 0);
+  };
+  launch_sort(DecodeKernel<8, float>, 256);
 }
 
 template <typename T>
@@ -126,6 +139,17 @@ __device__ __forceinline__ void PrefillDevice(int x) {
 template <typename KTraits>
 __global__ __launch_bounds__(KTraits::NUM_THREADS) void PrefillKernel(int x) {
   PrefillDevice<KTraits>(x);
+}
+
+template <int N>
+__global__ void
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)
+__launch_bounds__(512, 4) quantize(
+#else
+quantize(
+#endif
+    int n, float* out) {
+  out[0] = n;
 }
 }
 """
@@ -220,10 +244,17 @@ def test_launch_triple_chevron_direct_and_through_pointer(ix):
     assert all(e.resolved for e in ix.callees(s) if e.kind == "launch")
 
 
+def test_cluster_dims_attribute(ix):
+    s = sym(ix, "flashinfer::ClusterKernel")
+    assert s.kind == "kernel" and s.parse_errors == 0
+
+
 def test_launch_kernel_ex(ix):
     s = sym(ix, "flashinfer::LaunchEx")
-    (e,) = [e for e in ix.callees(s) if e.kind == "launch"]
-    assert e.via == "cudaLaunchKernelEx" and e.resolved
+    launches = [e for e in ix.callees(s) if e.kind == "launch"]
+    assert [e.via for e in launches] == ["cudaLaunchKernelEx", "cudaLaunchKernelEx", "<<<>>> via fp",
+                                         "cudaLaunchKernel"]
+    assert all(e.callees == (sym(ix, "flashinfer::DecodeKernel").key,) for e in launches)
 
 
 def test_methods_in_and_out_of_class(ix):
@@ -267,6 +298,8 @@ def test_unbalanced_preprocessor_groups_do_not_lose_functions(ix):
     assert dev.end_line == line_of(UNBALANCED, "#endif", 1) + 1
     assert ker.kind == "kernel"
     assert [e.callees for e in ix.callees(ker)] == [(dev.key,)]
+    q = sym(ix, "flashinfer::quantize")  # head split across #if/#else: first variant parsed
+    assert q.kind == "kernel" and q.parse_errors == 0 and q.template_params == "int N"
 
 
 def test_python_functions_and_methods(ix):

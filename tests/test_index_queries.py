@@ -50,6 +50,12 @@ def test_unbalanced_conditionals_blanked_balanced_kept():
     assert b"if (x)" not in out and b"h();" in out and b"g();" in out
 
 
+def test_conditionals_in_function_heads_keep_first_variant():
+    src = b"void\n#if A\nf(\n#else\ng(\n#endif\n int x) {}\n#define OPEN {\n#if B\n#define X (\n#endif\n"
+    out, n = parse.blank_unbalanced_conditionals(src)
+    assert n == 1 and b"f(" in out and b"g(" not in out and b"#if A" not in out and b"#define X (" in out
+
+
 def test_namespace_ranges():
     text = b"namespace a {\nnamespace {\n// namespace fake {\nvoid f() { }\n}\n}\nnamespace b::c { }\n"
     got = [(n) for _, _, n in parse.namespace_ranges(text)]

@@ -1,0 +1,1 @@
+"""Fetch stage: pinned upstream sources into the cache (see annotate.fetch.api)."""

@@ -3,7 +3,6 @@ any tree. Other stages import this module; they never parse the CLI's output."""
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import os
 import sys
@@ -26,6 +25,17 @@ class Index:
 
     def __init__(self, files: dict[str, dict[str, FileIndex]], roots: dict[str, Path],
                  stats: dict | None = None):
+        import gc
+
+        was = gc.isenabled()
+        gc.disable()  # building the maps allocates ~10^6 list cells; GC passes only slow it
+        try:
+            self._build(files, roots, stats)
+        finally:
+            if was:
+                gc.enable()
+
+    def _build(self, files, roots, stats) -> None:
         self._files = files  # upstream -> path -> FileIndex
         self._roots = roots
         self.stats = stats or {}
@@ -354,18 +364,14 @@ def fetched_roots(config: Config, upstreams: list[str] | None = None) -> dict[st
     if unknown:
         raise UsageError(f"unknown upstream '{unknown[0]}'", hint="known upstreams: " + ", ".join(pins))
     try:
-        from annotate.fetch.api import fetched_root  # type: ignore
-    except ImportError:
+        from annotate.fetch.api import fetched_root  # the fetch stage decides what "fetched" means
+    except ImportError:  # a tree without the fetch stage: a checkout directory is enough
         fetched_root = None
     out = {}
     for n in names:
-        root = None
         if fetched_root is not None:
-            try:
-                root = fetched_root(config, n)
-            except Exception:
-                root = None
-        if root is None:
+            root = fetched_root(config, n)
+        else:
             cand = checkout_root(config, pins[n])
             root = cand if cand.is_dir() else None
         if root is not None:

@@ -5,7 +5,6 @@ Nothing heavy at import time: tree-sitter and rich are imported inside the handl
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 

@@ -16,7 +16,6 @@ from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNC
                                   FileIndex, MemoryFact, Symbol)
 from annotate.index.parse import captures, namespace_ranges, prepare_cuda, language_of, macro_table, matches, parser
 
-CUDA_QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
@@ -113,11 +112,30 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
 
     edges: list[CallEdge] = []
     launchers = table.launchers
+    call_matches = []
+    calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
     for m in matches("cuda-calls", root):
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
             continue
+        call_matches.append((idx, call, callee))
+        if callee.type == "identifier":
+            calls_by_name.setdefault((idx, cst.node_text(callee)), []).append(call)
+
+    def launch_targets(node, idx):
+        refs = _function_refs(node, pointers.get(idx, {}))
+        out = []
+        for tname, tnode in refs:
+            if tnode.type == "identifier" and cst.node_text(tnode) == tname:
+                via_lambda = _lambda_param_refs(tnode, tname, idx, calls_by_name, pointers.get(idx, {}))
+                if via_lambda:
+                    out.extend(via_lambda)
+                    continue
+            out.append((tname, tnode))
+        return out
+
+    for idx, call, callee in call_matches:
         sym = symbols[idx]
         name_node = cst.final_name_node(callee)
         if name_node is None:
@@ -126,12 +144,11 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
         bare = cst.node_text(name_node)
         if bare in table.not_calls:
             continue
-        ptrs = pointers.get(idx, {})
         is_launch = any(c.type == "kernel_call_syntax" for c in call.children)
         line, col = name_node.start_point[0] + 1, name_node.start_point[1]
         if is_launch:
-            targets = ptrs.get(written) if callee.type == "identifier" else None
-            if targets:
+            targets = launch_targets(callee, idx) if callee.type == "identifier" else None
+            if targets and [t for t, _ in targets] != [written]:
                 for tname, _ in targets:
                     edges.append(CallEdge(sym.key, tname, LAUNCH, path, line, col, (), "<<<>>> via " + written))
             else:
@@ -146,9 +163,12 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             k = launchers[bare]
             if k < len(args):
-                for tname, tnode in _function_refs(args[k], ptrs):
-                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, tnode.start_point[0] + 1,
-                                          tnode.start_point[1], (), bare))
+                for tname, tnode in launch_targets(args[k], idx):
+                    # the column of the argument at the launch call (the site links it), even
+                    # when the name was found through a variable or a lambda parameter
+                    anode = tnode if tnode.start_byte >= call.start_byte and tnode.end_byte <= call.end_byte else args[k]
+                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, anode.start_point[0] + 1,
+                                          anode.start_point[1], (), bare))
 
     facts: list[MemoryFact] = []
     seen: set[tuple[str, int, int]] = set()
@@ -203,6 +223,43 @@ def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple
         nm = cst.final_name_node(n)
         return [(cst.text_without_template_args(n), nm if nm is not None else n)]
     return []
+
+
+def _lambda_param_refs(ident, name, idx, calls_by_name, pointers) -> list:
+    """`auto launch = [&](auto kernel, int n) { cudaLaunchKernel((void*)kernel, ...); };
+    launch(Foo<1>, 128);` -- a launch through a lambda parameter names what the lambda's callers
+    pass in that position (FlashInfer's topk.cuh)."""
+    n = ident.parent
+    while n is not None and n.type != "lambda_expression":
+        if n.type == "function_definition":
+            return []
+        n = n.parent
+    if n is None:
+        return []
+    decl = n.child_by_field_name("declarator")
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if params is None:
+        return []
+    pos = None
+    for i, p in enumerate(x for x in params.named_children if x.type != "comment"):
+        d = p.child_by_field_name("declarator")
+        while d is not None and d.type != "identifier":
+            d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+        if d is not None and cst.node_text(d) == name:
+            pos = i
+            break
+    init = n.parent
+    if pos is None or init is None or init.type != "init_declarator":
+        return []
+    var = init.child_by_field_name("declarator")
+    if var is None or var.type != "identifier":
+        return []
+    out = []
+    for call in calls_by_name.get((idx, cst.node_text(var)), []):
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        if pos < len(args):
+            out.extend(_function_refs(args[pos], pointers))
+    return out
 
 
 def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts) -> Symbol | None:
@@ -332,14 +389,6 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     )
 
 
-def _is_ancestor(a, n) -> bool:
-    while n is not None:
-        if n.start_byte == a.start_byte and n.end_byte == a.end_byte and n.type == a.type:
-            return True
-        n = n.parent
-    return False
-
-
 # ---- Python ----------------------------------------------------------------------------------
 
 def python_module(path: str) -> str:
@@ -359,21 +408,12 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
     for m in matches("python-functions", root):
         fn, body, name_node = m["function"][0], m["body"][0], m["name"][0]
         names = [cst.node_text(name_node)]
-        in_class = False
         p = fn.parent
-        direct = True
-        while p is not None:
+        while p is not None:  # enclosing classes and functions name the scope
             if p.type in ("class_definition", "function_definition"):
                 nm = p.child_by_field_name("name")
                 if nm is not None:
                     names.insert(0, cst.node_text(nm))
-                if direct and p.type == "class_definition":
-                    in_class = True
-                direct = False
-            elif p.type not in ("block", "decorated_definition"):
-                pass
-            if p.type == "block" and p.parent is not None and p.parent.type == "class_definition" and direct:
-                pass
             p = p.parent
         start = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
         qualified = ".".join([module, *names]) if module else ".".join(names)
@@ -383,7 +423,6 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
             signature=sig, template_params=None, start_line=start.start_point[0] + 1,
             end_line=fn.end_point[0] + 1, body_start_line=body.start_point[0] + 1,
             fingerprint=fingerprint(src[body.start_byte:body.end_byte].decode("utf-8", "replace"), "python"),
-            is_cuda_qualified=("method",) if in_class else (),
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)

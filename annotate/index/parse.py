@@ -164,7 +164,7 @@ def tool_version() -> str:
     for p in [*query_files(), MACROS_FILE, RULES_FILE]:
         h.update(p.name.encode())
         h.update(p.read_bytes() if p.exists() else b"")
-    for p in sorted(HERE.glob("extract*.py")) + [HERE / "facts.py", HERE / "fingerprint.py"]:
+    for p in sorted(HERE.glob("extract*.py")) + [HERE / n for n in ("facts.py", "fingerprint.py", "cst.py", "model.py", "parse.py")]:
         h.update(p.read_bytes() if p.exists() else b"")
     return h.hexdigest()[:16]
 
@@ -185,58 +185,70 @@ _CODE_SKIP = re.compile(
     rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
 
 
-def _brace_balance_per_line(src: bytes) -> list[int]:
-    """{ minus } per line, ignoring braces in comments, strings and char literals."""
+def _brace_balance_per_line(src: bytes) -> list[tuple[int, int]]:
+    """({ minus }, ( minus )) per line, ignoring comments, strings, char literals and
+    preprocessor lines (with their continuations): a `#define X {` is no code brace."""
     skip = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), src)
-    return [line.count(b"{") - line.count(b"}") for line in skip.split(b"\n")]
+    out = []
+    in_directive = False
+    for line in skip.split(b"\n"):
+        if in_directive or line.lstrip().startswith(b"#"):
+            in_directive = line.rstrip().endswith(b"\\")
+            out.append((0, 0))
+            continue
+        out.append((line.count(b"{") - line.count(b"}"), line.count(b"(") - line.count(b")")))
+    return out
 
 
 def blank_unbalanced_conditionals(src: bytes) -> tuple[bytes, int]:
-    """tree-sitter parses every branch of `#if`; a group whose braces do not balance (FlashInfer's
-    `#if (__CUDA_ARCH__ < 800) if constexpr (...) { ... } else { #endif` ... `#if } #endif`)
-    turns the rest of the file into one ERROR. Such groups are blanked (same length, newlines
-    kept): wholly when their branches disagree, all but the first branch when every branch opens
-    or closes the same number of braces (`#if A for (...) { #else for (...) { #endif`).
+    """tree-sitter parses every branch of `#if`; a group whose braces or parentheses do not
+    balance (FlashInfer's `#if (__CUDA_ARCH__ < 800) if constexpr (...) { ... } else { #endif` ...
+    `#if } #endif`, or a function head split across `#if __launch_bounds__(...) f( #else f( #endif`)
+    turns the rest of the file, or the function, into ERROR nodes. Such groups are blanked (same
+    length, newlines kept): wholly when their branches disagree, all but the first branch when
+    every branch opens or closes the same amount (the parser then sees one consistent variant).
     Returns (text, number of groups blanked)."""
     if not re.search(rb"^[ \t]*#[ \t]*if", src, re.M):
         return src, 0
     lines = src.split(b"\n")
     bal = _brace_balance_per_line(src)
     blank_ranges: list[tuple[int, int]] = []  # inclusive line ranges
-    # stack of groups: {"start": line, "branches": [[start_line, balance]]}
+    # stack of groups: {"start": line, "branches": [[start_line, (braces, parens)]]}
     stack: list[dict] = []
-    outer_balance = 0
+    zero = (0, 0)
+    groups = 0
     for i, line in enumerate(lines):
         m = _DIRECTIVE.match(line)
         if m:
             d = m.group(1)
             if d.startswith(b"if"):
-                stack.append({"start": i, "branches": [[i, 0]]})
+                stack.append({"start": i, "branches": [[i, zero]]})
                 continue
             if not stack:
                 continue
             g = stack[-1]
             if d in (b"elif", b"elifdef", b"elifndef", b"else"):
-                g["branches"].append([i, 0])
+                g["branches"].append([i, zero])
                 continue
             # endif
             stack.pop()
             balances = [b for _, b in g["branches"]]
             result = balances[0]
-            if any(b != 0 for b in balances):
+            if any(b != zero for b in balances):
+                groups += 1
                 if len(balances) > 1 and all(b == balances[0] for b in balances):
+                    blank_ranges.append((g["start"], g["start"]))  # the #if line, or #endif is missing
                     blank_ranges.append((g["branches"][1][0], i))
-                    result = balances[0]
                 else:
                     blank_ranges.append((g["start"], i))
-                    result = 0
+                    result = zero
             if stack:
-                stack[-1]["branches"][-1][1] += result
-            else:
-                outer_balance += result
+                br = stack[-1]["branches"][-1]
+                br[1] = (br[1][0] + result[0], br[1][1] + result[1])
             continue
         if stack:
-            stack[-1]["branches"][-1][1] += bal[i]
+            br = stack[-1]["branches"][-1]
+            br[1] = (br[1][0] + bal[i][0], br[1][1] + bal[i][1])
     if not blank_ranges:
         return src, 0
     offsets = [0]
@@ -246,7 +258,7 @@ def blank_unbalanced_conditionals(src: bytes) -> tuple[bytes, int]:
     for a, b in blank_ranges:
         lo, hi = offsets[a], min(offsets[b + 1] - 1, len(buf))
         buf[lo:hi] = _NOT_NEWLINE.sub(b" ", bytes(buf[lo:hi]))
-    return bytes(buf), len(blank_ranges)
+    return bytes(buf), groups
 
 
 def prepare_cuda(src: bytes, table: MacroTable | None = None) -> bytes:

@@ -181,10 +181,17 @@ def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scop
         kern = [c for c in cands if c.kind == KERNEL]
         if kern:
             cands = kern
-    if len(cands) > 1:
-        near = [c for c in cands if c.path in reach]
-        if near:
-            cands = near
+    near = [c for c in cands if c.path in reach]
+    if near:
+        cands = near
+    elif not py and caller is not None and "::" not in name and not member:
+        # Nothing the caller's #includes reach defines it: an unqualified call can then only
+        # mean a function of an enclosing namespace (ordinary lookup; ADL is not modelled).
+        # `max(...)` in flashinfer:: does not mean some `mha::max` elsewhere in the tree.
+        enclosing = _scope_of(caller.qualified_name, False)
+        cands = [c for c in cands if _encloses(_scope_of(c.qualified_name, False), enclosing)]
+        if not cands:
+            return ()
     if len(cands) > 1 and caller is not None and not py:
         # C++ lookup: a definition in a scope enclosing the caller wins.
         enclosing = _scope_of(caller.qualified_name, False)

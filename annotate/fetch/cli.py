@@ -1,0 +1,148 @@
+"""`annotate fetch`, `annotate status`, `annotate lock`. Imports stay light: the work is in api."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fetch", help="put the pinned upstream sources into the cache (idempotent)",
+                       description="Fetch the pinned upstream sources (vendor_kernels/upstreams.yaml) into the "
+                                   "cache, verified against the locks. --via auto tries git, then the release "
+                                   "archive from the package index.")
+    p.add_argument("upstreams", nargs="*", metavar="UPSTREAM", help="upstream names (default: all)")
+    p.add_argument("--via", choices=["auto", "git", "archive"], default="auto",
+                   help="route: git (URL overrides: ANNOTATE_URL_<NAME>), archive (pip), or auto (default)")
+    p.add_argument("--verify", action="store_true",
+                   help="after fetching, hash every file again and compare it with the lock")
+    p.add_argument("--force", action="store_true", help="fetch again even when a verified checkout is present")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    p.set_defaults(func=cmd_fetch)
+
+    s = sub.add_parser("status", help="pins, what is fetched, by which route, verified or not, annotation coverage")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_status)
+
+    lk = sub.add_parser("lock", help="write vendor_kernels/locks/<name>.json from a git repository",
+                        description="Record the git blob id of every file under a pin's sparse paths at the pinned "
+                                    "commit. The source is --from GITDIR, else the pin's URL (after overrides).")
+    lk.add_argument("names", nargs="*", metavar="UPSTREAM", help="upstreams or submodules (default: all)")
+    lk.add_argument("--from", dest="source", metavar="GITDIR", help="a git repository holding the pinned commit")
+    lk.set_defaults(func=cmd_lock)
+
+
+def _summary(rec) -> str:
+    miss = f", {len(rec.missing)} missing" if rec.missing else ""
+    tag = f" {rec.tag}" if rec.tag else ""
+    return (f"{rec.name}{tag} {rec.commit[:12]}: {rec.route}, {rec.files} files, verified {rec.verified}{miss}"
+            f" -> {rec.root}")
+
+
+def cmd_fetch(args, config) -> int:
+    import time
+
+    from annotate.fetch.api import ensure_fetched, verify_fetched
+
+    t0 = time.monotonic()
+    recs = ensure_fetched(config, args.upstreams or None, via=args.via, progress=not args.quiet,
+                          force=args.force)
+    if args.verify:
+        verify_fetched(config, args.upstreams or None, progress=not args.quiet)
+    for rec in recs:
+        print(_summary(rec))
+    if not args.quiet:
+        print(f"done in {time.monotonic() - t0:.2f} s{' (every file re-verified)' if args.verify else ''}",
+              file=sys.stderr)
+    return 0
+
+
+def _group(paths, row) -> str:
+    """'hopper/ 487, flash_attn/ 5': missing paths counted by their top directory (below a submodule's path)."""
+    counts: dict[str, int] = {}
+    strip = row.path.strip("/") + "/" if row.path else ""
+    for p in paths:
+        rest = p[len(strip):] if strip and p.startswith(strip) else p
+        parts = rest.split("/")
+        key = "/".join(parts[:2]) + "/" if len(parts) > 2 else parts[0] + ("/" if len(parts) > 1 else "")
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def cmd_status(args, config) -> int:
+    from annotate.fetch.api import fetch_status
+
+    rows = fetch_status(config)
+    if args.json:
+        json.dump({"cache_dir": str(config.cache_dir), "pins": [r.to_json() for r in rows]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 150))  # logs: don't squeeze the table to 80 columns
+    t = Table(title=f"pins (cache: {config.cache_dir})", title_justify="left")
+    for col in ("pin", "commit", "route", "verified", "missing", "fetched (UTC)", "annotations"):
+        t.add_column(col, no_wrap=True)
+    for r in rows:
+        name = f"{r.name} {r.tag}".strip() if r.kind == "upstream" else f" └ {r.name}"
+        notes = ""
+        if r.annotation_files is not None:
+            notes = f"{r.annotation_files} files / {r.annotated_functions} fns"
+            if r.broken_annotation_files:
+                notes += f", {len(r.broken_annotation_files)} broken"
+        when = (r.fetched_at or "")[:16].replace("T", " ")
+        t.add_row(name, r.commit[:12], r.route or "not fetched", r.verified or "",
+                  str(len(r.missing)) if r.fetched else "", when, notes)
+    console.print(t)
+    for r in rows:
+        if r.missing:
+            print(f"{r.name}: {len(r.missing)} missing ({_group(r.missing, r)}); `annotate status --json` lists them")
+    if not all(r.fetched for r in rows):
+        print("fetch the missing pins with: annotate fetch")
+    return 0
+
+
+def cmd_lock(args, config) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from annotate.errors import UsageError
+    from annotate.fetch import lock as locks
+    from annotate.upstreams import load_upstreams
+
+    targets = locks.lock_targets(config, load_upstreams(config))
+    names = args.names or list(targets)
+    for n in names:
+        if n not in targets:
+            raise UsageError(f"unknown upstream or submodule '{n}'", hint="known: " + ", ".join(targets))
+    if args.source and len(names) != 1:
+        raise UsageError("--from names one repository: give exactly one UPSTREAM with it")
+    for n in names:
+        pin, _owner = targets[n]
+        if args.source:
+            gitdir = locks.resolve_gitdir(Path(args.source))
+            lock = locks.lock_from_git(gitdir, n, pin.commit, pin.paths)
+        else:
+            from annotate.fetch.gitroute import local_path
+
+            url, _origin = config.url_for(n, pin.url)
+            lp = local_path(url)
+            if lp is not None:
+                lock = locks.lock_from_git(locks.resolve_gitdir(lp), n, pin.commit, pin.paths)
+            else:
+                # only trees are needed: a blobless fetch of the one commit
+                from annotate.fetch.gitroute import checkout_trees
+
+                config.tmp_dir().mkdir(parents=True, exist_ok=True)
+                with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{n}-") as tmp:
+                    repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
+                    lock = locks.lock_from_git(Path(repo.git_dir), n, pin.commit, pin.paths)
+                    repo.close()
+        out = config.lock_file(pin.lock)
+        locks.write_lock(out, lock)
+        print(f"{n} {pin.commit[:12]}: {len(lock.files)} files -> {out}")
+    return 0

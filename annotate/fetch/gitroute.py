@@ -1,0 +1,300 @@
+"""The git route: only the pin's sparse paths, at exactly the pinned commit, through GitPython.
+
+A local directory (a mirror snapshot, a clone) is cloned with --shared and --no-checkout:
+nothing is copied, and only the sparse paths are ever read. Anything else (https, ssh, file://)
+gets an empty repository and `git fetch --depth=1 --filter=blob:none origin <commit>`, so only
+the pinned commit's trees come over and the checkout then pulls just the blobs of the sparse
+paths. Servers that refuse a fetch by commit id get a blobless fetch of all branches and tags.
+
+The finished tree carries no .git: both routes leave the same files, verified against the same
+lock, and the fetch record says which commit they came from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from annotate.config import Config
+from annotate.errors import AnnotateError
+from annotate.fetch import lock as locks
+from annotate.fetch.progress import Reporter
+from annotate.upstreams import Upstream
+
+# A remote that stops sending for this long is abandoned (git's own low-speed guard).
+LOW_SPEED_SECONDS = 30
+# Ceiling for one git command; the reachability probe catches the offline case long before.
+COMMAND_TIMEOUT = 3600
+
+
+class RouteUnavailable(AnnotateError):
+    """The route cannot run here (no network, URL absent); `--via auto` moves on to the next."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message, hint or "check the network, point ANNOTATE_URL_<NAME> at a reachable "
+                                          "mirror or clone, or use --via archive")
+
+
+@dataclass(frozen=True)
+class GitResult:
+    url: str
+    url_origin: str  # where the URL came from (pin file, environment, config file)
+    files: int
+    missing: tuple[str, ...]  # checkout-relative sparse paths that hold no file at the pin
+    verified: str  # "full" | "partial" | "commit" (HEAD checked, no lock to compare with)
+    submodules: tuple[dict, ...]
+
+
+_PROBED: dict[tuple[str, int], str | None] = {}  # (host, port) -> why it is unreachable, None if fine
+_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
+
+
+def local_path(url: str) -> Path | None:
+    """The directory a URL names when git would read it as a local path (not file://)."""
+    if "://" in url or _SCP_LIKE.match(url):
+        return None
+    return Path(url).expanduser()
+
+
+def _endpoint(url: str, environ: dict[str, str]) -> tuple[str, int] | None:
+    """(host, port) the remote's first packet goes to, through a proxy when one is set."""
+    if _SCP_LIKE.match(url):
+        return url.split("@", 1)[1].split(":", 1)[0], 22
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        proxy = (environ.get(f"{parts.scheme}_proxy") or environ.get(f"{parts.scheme.upper()}_PROXY")
+                 or environ.get("all_proxy") or environ.get("ALL_PROXY"))
+        if proxy:
+            p = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+            return p.hostname or "", p.port or 80
+    default = {"http": 80, "https": 443, "ssh": 22, "git": 9418}.get(parts.scheme)
+    if default is None or not parts.hostname:
+        return None
+    return parts.hostname, parts.port or default
+
+
+def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
+    """Fail fast (RouteUnavailable) when the remote cannot be reached: DNS or connect in `timeout` s."""
+    path = local_path(url)
+    if path is not None:
+        if not path.exists():
+            raise RouteUnavailable(f"git: {url} does not exist")
+        return
+    if url.startswith("file://"):
+        if not Path(urlsplit(url).path).exists():
+            raise RouteUnavailable(f"git: {url} does not exist")
+        return
+    ep = _endpoint(url, environ)
+    if ep is None:
+        return
+    if ep in _PROBED:  # one answer per host and process: three pins on one host cost one timeout
+        if _PROBED[ep]:
+            raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
+        return
+    outcome: list[BaseException | None] = []
+
+    def attempt():
+        try:
+            socket.create_connection(ep, timeout=timeout).close()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            outcome.append(exc)
+
+    t = threading.Thread(target=attempt, daemon=True)  # getaddrinfo has no timeout of its own
+    t.start()
+    t.join(timeout)
+    if not outcome:
+        _PROBED[ep] = f"no answer from {ep[0]} in {timeout:g} s"
+    elif outcome[0] is not None:
+        _PROBED[ep] = f"{type(outcome[0]).__name__}: {outcome[0]}"
+    else:
+        _PROBED[ep] = None
+    if _PROBED[ep]:
+        raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
+
+
+def _gitpython():
+    """GitPython, imported on first use (it is heavy, and GPU hosts may lack it or git itself)."""
+    if shutil.which("git") is None:
+        raise RouteUnavailable("git: no git executable on PATH")
+    try:
+        import git
+    except ImportError as exc:
+        raise RouteUnavailable(f"git: GitPython is not usable here ({exc})",
+                               hint="pip install GitPython, or use --via archive") from None
+    return git
+
+
+def _git_env(config: Config) -> dict[str, str]:
+    timeout = int(config.git_timeout())
+    return {
+        "GIT_TERMINAL_PROMPT": "0",  # never wait for a password
+        "GIT_ASKPASS": "true",
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
+        "GIT_HTTP_LOW_SPEED_TIME": str(LOW_SPEED_SECONDS),
+        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND")
+        or f"ssh -o BatchMode=yes -o ConnectTimeout={timeout}",
+    }
+
+
+def _last_line(exc: Exception) -> str:
+    text = getattr(exc, "stderr", "") or str(exc)
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip() and ln.strip() not in ("'", '"')]
+    return (lines[-1].strip("'\"") if lines else str(exc))[:300]
+
+
+_NETWORK = ("could not resolve host", "unable to access", "connection refused", "could not read from remote",
+            "timed out", "network is unreachable", "connection reset")
+
+
+def _is_network(exc: Exception) -> bool:
+    return any(s in _last_line(exc).lower() for s in _NETWORK)
+
+
+def _raise_git(what: str, url: str, exc: Exception) -> None:
+    msg = _last_line(exc)
+    if "No space left on device" in msg:
+        raise AnnotateError(f"disk full while {what} from {url}",
+                            hint="free some space or point ANNOTATE_CACHE_DIR at a larger disk") from None
+    if _is_network(exc):
+        raise RouteUnavailable(f"git: cannot reach {url} ({msg}; offline?)") from None
+    raise AnnotateError(f"git: {what} from {url} failed: {msg}") from None
+
+
+def _sparse_patterns(paths: tuple[str, ...]) -> str:
+    return "".join("/" + p.lstrip("/") + "\n" for p in paths)
+
+
+def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter, label: str):
+    """A repository at `dest` that holds `commit` (its trees at least), nothing checked out; the Repo."""
+    git = _gitpython()
+
+    env = _git_env(config)
+    src = local_path(url)
+    with reporter.step(f"git: {label}: getting {commit[:12]} from {url}"):
+        try:
+            if src is not None:
+                repo = git.Repo.clone_from(str(src), str(dest), no_checkout=True, shared=True, env=env,
+                                           kill_after_timeout=COMMAND_TIMEOUT)
+            else:
+                repo = git.Repo.init(str(dest))
+                repo.git.remote("add", "origin", url)
+                g = repo.git
+                try:
+                    g.fetch("--depth=1", "--filter=blob:none", "--no-tags", "origin", commit,
+                            env=env, kill_after_timeout=COMMAND_TIMEOUT)
+                except git.GitCommandError as exc:
+                    if _is_network(exc):
+                        raise
+                    # servers that refuse fetching an unadvertised commit: take every ref, blobless
+                    g.fetch("--filter=blob:none", "origin", "+refs/heads/*:refs/remotes/origin/*",
+                            "+refs/tags/*:refs/tags/*", env=env, kill_after_timeout=COMMAND_TIMEOUT)
+        except git.GitCommandError as exc:
+            msg = _last_line(exc).lower()
+            if any(s in msg for s in ("not our ref", "couldn't find remote ref", "no such remote ref",
+                                      "unadvertised")):
+                raise AnnotateError(f"commit {commit} not found in {url}", hint="is the mirror up to date?") from None
+            _raise_git(f"fetching {label}", url, exc)
+    if not locks.has_commit(Path(repo.git_dir), commit):
+        raise AnnotateError(f"commit {commit} not found in {url}", hint="is the mirror up to date?")
+    return repo
+
+
+def checkout_trees(config: Config, url: str, commit: str, dest: Path):
+    """For `annotate lock` from a remote: the commit's trees only (a blobless fetch), quietly."""
+    probe(url, config.git_timeout(), config.environ)
+    return obtain(config, url, commit, dest, Reporter(False), "lock")
+
+
+def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest: Path,
+             reporter: Reporter, label: str):
+    """Put `paths` of `commit` from `url` into the new directory `dest` (with a .git); returns the Repo."""
+    git = _gitpython()
+
+    env = _git_env(config)
+    repo = obtain(config, url, commit, dest, reporter, label)
+    gitdir = Path(repo.git_dir)
+    with repo.config_writer() as cw:
+        cw.set_value("core", "sparseCheckout", "true")
+        cw.set_value("core", "autocrlf", "false")  # files must stay byte-identical to the blobs
+    (gitdir / "info").mkdir(exist_ok=True)
+    (gitdir / "info" / "sparse-checkout").write_text(_sparse_patterns(paths), encoding="utf-8")
+    with reporter.step(f"git: {label}: checking out {', '.join(paths)}"):
+        try:
+            repo.git.checkout("--quiet", "--detach", commit, env=env, kill_after_timeout=COMMAND_TIMEOUT)
+        except git.GitCommandError as exc:
+            _raise_git(f"checking out {label} {commit[:12]}", url, exc)
+    head = repo.git.rev_parse("HEAD")
+    if head != commit:
+        raise AnnotateError(f"git: {label}: HEAD is {head} after checkout, expected the pin {commit}")
+    return repo
+
+
+def _verify_tree(config: Config, gitdir: Path, commit: str, paths: tuple[str, ...], lock_rel: str,
+                 name: str, workdir: Path, prefix: str) -> tuple[int, list[str], bool]:
+    """Compare the commit's tree under `paths` with the lock. Returns (files, missing paths, locked)."""
+    entries = locks.tree_entries(gitdir, commit, paths)
+    tree = {p: oid for _m, oid, p in entries}
+    missing = [prefix + p for p in paths if not any(t.startswith(p) or t == p.rstrip("/") for t in tree)]
+    for p in tree:
+        if not os.path.lexists(workdir / p):
+            missing.append(prefix + p)
+    locked = config.lock_file(lock_rel).is_file()
+    if locked:
+        lock = locks.load_lock(config, lock_rel, name, commit)
+        for p in sorted(set(tree) | set(lock.files)):
+            if tree.get(p) != lock.files.get(p):
+                why = ("not in the lock" if p not in lock.files else
+                       "in the lock but not at the commit" if p not in tree else "blob differs from the lock")
+                raise AnnotateError(f"{name}: {prefix}{p} at {commit[:12]}: {why}",
+                                    hint=f"the lock {config.lock_file(lock_rel)} is stale: "
+                                         f"annotate lock {name} --from GITDIR")
+    return len(tree), missing, locked
+
+
+def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> GitResult:
+    """Build the checkout of `up` (with its submodules) in `dest`, which must not exist yet."""
+    url, origin = config.url_for(up.name, up.url)
+    _gitpython()
+    probe(url, config.git_timeout(), config.environ)
+    for sub in up.submodules:  # fail before any transfer when a submodule's remote is unreachable
+        probe(config.url_for(sub.name, sub.url)[0], config.git_timeout(), config.environ)
+    repo = checkout(config, url, up.commit, up.paths, dest, reporter, up.name)
+    gitdir = Path(repo.git_dir)
+    files, missing, locked = _verify_tree(config, gitdir, up.commit, up.paths, up.lock, up.name, dest, "")
+    subs = []
+    for sub in up.submodules:
+        recorded = locks.gitlink_at(gitdir, up.commit, sub.path)
+        if recorded is None:
+            raise AnnotateError(f"{up.name} {up.commit[:12]} has no submodule at {sub.path}",
+                                hint="the submodule entry in upstreams.yaml does not match the upstream")
+        if recorded != sub.commit:
+            raise AnnotateError(
+                f"{up.name} {up.commit[:12]} records {sub.name} at {recorded[:12]}, "
+                f"but upstreams.yaml pins {sub.commit[:12]}",
+                hint="make the submodule pin in vendor_kernels/upstreams.yaml equal the superproject's gitlink")
+        sub_url, sub_origin = config.url_for(sub.name, sub.url)
+        sub_dest = dest / sub.path
+        if sub_dest.exists() and not any(sub_dest.iterdir()):
+            sub_dest.rmdir()
+        sub_dest.parent.mkdir(parents=True, exist_ok=True)
+        srepo = checkout(config, sub_url, sub.commit, sub.paths, sub_dest, reporter, sub.name)
+        s_files, s_missing, s_locked = _verify_tree(config, Path(srepo.git_dir), sub.commit, sub.paths,
+                                                    sub.lock, sub.name, sub_dest, sub.path + "/")
+        shutil.rmtree(srepo.git_dir)
+        files += s_files
+        missing += s_missing
+        locked = locked and s_locked
+        subs.append({"name": sub.name, "path": sub.path, "commit": sub.commit, "url": sub_url,
+                     "url_origin": sub_origin, "files": s_files, "missing": s_missing})
+    repo.close()
+    shutil.rmtree(gitdir)
+    verified = "commit" if not locked else ("partial" if missing else "full")
+    return GitResult(url=url, url_origin=origin, files=files, missing=tuple(missing), verified=verified,
+                     submodules=tuple(subs))

@@ -1,0 +1,162 @@
+"""Locks: the git blob id of every file under a pin's sparse paths, recorded from a git repository.
+
+A lock is what makes the archive route trustworthy: a release archive is only accepted file by
+file, when each file's git blob id equals the one git records at the pinned commit. Locks are
+written by `annotate lock` from any git directory that holds the pinned commit (a snapshot, a
+mirror, a clone) and are committed under vendor_kernels/locks/.
+
+Format (JSON, sorted, one file per line so diffs stay readable):
+    {"name": ..., "commit": ..., "paths": [...], "files": {"include/a.h": "<40 hex>", ...}}
+Paths in `files` are relative to the repository the lock describes (for a submodule: the
+submodule's root, not the superproject's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotate.config import Config
+from annotate.errors import AnnotateError
+from annotate.upstreams import Submodule, Upstream
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id git gives a blob with these bytes (sha1 of 'blob <size>\\0' + data)."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def file_blob_id(path: Path) -> str:
+    """Blob id of a file on disk; a symbolic link hashes its target text, as git stores it."""
+    if path.is_symlink():
+        return git_blob_id(os.readlink(path).encode())
+    return git_blob_id(path.read_bytes())
+
+
+@dataclass(frozen=True)
+class Lock:
+    name: str
+    commit: str
+    paths: tuple[str, ...]
+    files: dict[str, str]  # path -> blob id
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        """files with `prefix` put in front (a submodule's lock placed inside its superproject)."""
+        prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        return {prefix + p: b for p, b in self.files.items()}
+
+
+def load_lock(config: Config, lock_rel: str, name: str, commit: str) -> Lock:
+    path = config.lock_file(lock_rel)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AnnotateError(f"{path}: lock for {name} not found",
+                            hint=f"write it from a git copy of the pin: annotate lock {name} --from GITDIR") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AnnotateError(f"{path}: invalid lock JSON: {exc}") from None
+    if raw.get("commit") != commit:
+        raise AnnotateError(
+            f"{path}: lock is for commit {str(raw.get('commit'))[:12]}, but the pin of {name} is {commit[:12]}",
+            hint=f"regenerate it: annotate lock {name} --from GITDIR")
+    return Lock(name=raw.get("name", name), commit=commit, paths=tuple(raw.get("paths") or ()),
+                files=dict(raw.get("files") or {}))
+
+
+def expected_files(config: Config, up: Upstream) -> dict[str, str]:
+    """Every file a complete checkout of `up` holds (superproject + submodules), path -> blob id."""
+    files = dict(load_lock(config, up.lock, up.name, up.commit).files)
+    for sub in up.submodules:
+        files.update(load_lock(config, sub.lock, sub.name, sub.commit).prefixed(sub.path))
+    return files
+
+
+# ---- reading a git repository -----------------------------------------------------------------
+def _git(gitdir: Path, *args: str) -> bytes:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    proc = subprocess.run(["git", f"--git-dir={gitdir}", *args], capture_output=True, env=env)
+    if proc.returncode:
+        raise AnnotateError(f"git {' '.join(args[:2])} in {gitdir} failed: "
+                            + (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1])
+    return proc.stdout
+
+
+def resolve_gitdir(path: Path) -> Path:
+    """A work tree or a bare repository -> its git directory."""
+    path = Path(path).expanduser()
+    if (path / ".git").exists():
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--absolute-git-dir"],
+                             capture_output=True, text=True)
+        if out.returncode == 0:
+            return Path(out.stdout.strip())
+    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+        return path
+    raise AnnotateError(f"{path}: not a git repository")
+
+
+def tree_entries(gitdir: Path, commit: str, paths: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(mode, blob id, path) of every file under `paths` at `commit`; reads trees only, no blobs."""
+    if not paths:
+        return []
+    out = _git(gitdir, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths)
+    rows = []
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, path = rec.split(b"\t", 1)
+        mode, kind, oid = meta.decode().split()
+        if kind == "blob":  # gitlinks (submodules) are not files of this repository
+            rows.append((mode, oid, path.decode("utf-8", "surrogateescape")))
+    return rows
+
+
+def gitlink_at(gitdir: Path, commit: str, path: str) -> str | None:
+    """The submodule commit the superproject records at `path` (None when there is no gitlink)."""
+    out = _git(gitdir, "ls-tree", "-z", "--full-tree", commit, "--", path.strip("/"))
+    for rec in out.split(b"\0"):
+        if rec:
+            meta, p = rec.split(b"\t", 1)
+            mode, kind, oid = meta.decode().split()
+            if kind == "commit" and p.decode() == path.strip("/"):
+                return oid
+    return None
+
+
+def has_commit(gitdir: Path, commit: str) -> bool:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
+    return subprocess.run(["git", f"--git-dir={gitdir}", "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True, env=env).returncode == 0
+
+
+def lock_from_git(gitdir: Path, name: str, commit: str, paths: tuple[str, ...]) -> Lock:
+    if not has_commit(gitdir, commit):
+        raise AnnotateError(f"commit {commit} not found in {gitdir}", hint="is the mirror up to date?")
+    files = {p: oid for _mode, oid, p in tree_entries(gitdir, commit, paths)}
+    if not files:
+        raise AnnotateError(f"{gitdir}: no files under {', '.join(paths)} at {commit[:12]}")
+    return Lock(name=name, commit=commit, paths=paths, files=files)
+
+
+def write_lock(path: Path, lock: Lock) -> None:
+    data = {"name": lock.name, "commit": lock.commit, "paths": list(lock.paths),
+            "files": dict(sorted(lock.files.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def lock_targets(config: Config, ups: dict[str, Upstream]) -> dict[str, tuple[Upstream | Submodule, Upstream]]:
+    """Every lockable name (upstreams and their submodules) -> (pin, the upstream it belongs to)."""
+    out: dict[str, tuple[Upstream | Submodule, Upstream]] = {}
+    for up in ups.values():
+        out[up.name] = (up, up)
+        for sub in up.submodules:
+            out[sub.name] = (sub, up)
+    return out

@@ -1,0 +1,53 @@
+"""Progress reporting for the fetch stage: rich spinners and bars on stderr, or nothing."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+
+class Reporter:
+    """say() prints a line; step() shows a spinner while a block runs; bar() counts items."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._console = None
+        if enabled:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, highlight=False)
+        # live displays only on a terminal; in logs (CI) they would print as blank lines
+        self._live = bool(self._console is not None and self._console.is_terminal)
+
+    def say(self, message: str) -> None:
+        if self._console is not None:
+            self._console.print(message, markup=False, soft_wrap=True)
+
+    def _progress(self, with_bar: bool):
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                                   TimeElapsedColumn)
+
+        cols = [SpinnerColumn(), TextColumn("{task.description}")]
+        if with_bar:
+            cols += [BarColumn(), MofNCompleteColumn()]
+        cols.append(TimeElapsedColumn())
+        return Progress(*cols, console=self._console, transient=True)
+
+    @contextlib.contextmanager
+    def step(self, description: str) -> Iterator[Callable[[str], None]]:
+        """A spinner; the yielded function replaces its text (e.g. with a tool's latest line)."""
+        if not self._live:
+            yield lambda _text: None
+            return
+        with self._progress(False) as prog:
+            task = prog.add_task(description, total=None)
+            yield lambda text: prog.update(task, description=f"{description}: {text[:80]}")
+
+    @contextlib.contextmanager
+    def bar(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
+        if not self._live:
+            yield lambda _n=1: None
+            return
+        with self._progress(True) as prog:
+            task = prog.add_task(description, total=total)
+            yield lambda n=1: prog.advance(task, n)

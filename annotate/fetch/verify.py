@@ -1,0 +1,35 @@
+"""Re-verify a checkout on disk against the locks: every file hashed, nothing trusted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from annotate.config import Config
+from annotate.errors import AnnotateError
+from annotate.fetch import lock as locks
+from annotate.fetch.progress import Reporter
+from annotate.upstreams import Upstream
+
+
+def verify_tree(config: Config, up: Upstream, root: Path, reporter: Reporter) -> tuple[int, list[str]]:
+    """(files checked, lock paths absent from the tree). AnnotateError naming the first bad file."""
+    expected = locks.expected_files(config, up)
+    present: list[str] = []
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for f in files:
+            present.append(os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/"))
+    with reporter.bar(f"verify {up.name}", len(present)) as advance:
+        for rel in sorted(present):
+            advance(1)
+            want = expected.get(rel)
+            if want is None:
+                raise AnnotateError(f"{up.name}: {root / rel}: not in the lock (no such file at the pinned commit)",
+                                    hint=f"annotate fetch --force {up.name}")
+            got = locks.file_blob_id(root / rel)
+            if got != want:
+                raise AnnotateError(f"{up.name}: {root / rel}: blob {got[:12]} differs from the lock's {want[:12]}",
+                                    hint=f"the checkout was modified: annotate fetch --force {up.name}")
+    missing = sorted(set(expected) - set(present))
+    return len(present), missing
