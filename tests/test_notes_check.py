@@ -259,3 +259,121 @@ def test_internal_error_becomes_diagnostic(tmp_config, index, root):
     r = check(tmp_config, bad, root, HEAD + "functions:\n  demo::norm::warp_reduce: {}\n")
     assert r.exit_code() == 1
     assert all(isinstance(d.message, str) for d in r.diagnostics)
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin", "HOME": str(repo)}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+@pytest.fixture
+def demo_repo(tmp_path):
+    """A local git repository of the 'demo' upstream with three versions of norm.cuh."""
+    repo = tmp_path / "mirror"
+    (repo / "include/demo").mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    for i, (a, b) in enumerate([("8", "4"), ("4", "2"), ("2", "8")]):
+        (repo / PATH).write_text(NORM_SRC.replace("x += shfl_xor(x, 8);", f"x += shfl_xor(x, {b});"))
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"v{i}")
+        _git(repo, "tag", f"v{i}")
+    return repo
+
+
+def test_stale_diff_from_git_history(tmp_config, index, root, demo_repo):
+    from annotate.config import Config
+    from tests.notes_support import fake_index_directory
+
+    old = FakeIndex({(UP, PATH): NORM_SRC.replace("x += shfl_xor(x, 8);", "x += shfl_xor(x, 4);")})
+    fp = next(s for s in old.all_symbols() if s.name == "warp_reduce").fingerprint
+    config = Config.load(environ={"ANNOTATE_URL_DEMO": f"file://{demo_repo}"}, cache_dir=tmp_config.cache_dir)
+    write_annotation(root, UP, PATH, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n",
+                     config=config)
+    r = run_check(config, index, root, explainer=StaleExplainer(config, indexer=fake_index_directory))
+    d = only(r, "stale")
+    assert "from git " in d.detail and "-  x += shfl_xor(x, 4);" in d.detail and "@@ -18,3 +18,3 @@" in d.detail
+    assert BodyStore(config).get(fp) is not None  # found once, kept for next time
+
+
+def test_stale_diff_from_against_tree(tmp_config, index, root, tmp_path):
+    from tests.notes_support import fake_index_directory
+
+    tree = tmp_path / "other"
+    (tree / "include/demo").mkdir(parents=True)
+    (tree / PATH).write_text(NORM_SRC.replace("x += shfl_xor(x, 16);", "x += shfl_xor(x, 32);"))
+    fp = next(s for s in FakeIndex({(UP, PATH): (tree / PATH).read_text()}).all_symbols()
+              if s.name == "warp_reduce").fingerprint
+    write_annotation(root, UP, PATH, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n",
+                     config=tmp_config)
+    ex = StaleExplainer(tmp_config, indexer=fake_index_directory, against_tree=str(tree))
+    d = only(run_check(tmp_config, index, root, explainer=ex), "stale")
+    assert f"--against-dir {tree}" in d.detail and "-  x += shfl_xor(x, 32);" in d.detail
+
+
+def test_drift_against_git_ref(tmp_config, index, root, demo_repo):
+    from annotate.config import Config
+    from annotate.notes.drift import run_drift
+    from tests.notes_support import fake_index_directory
+
+    config = Config.load(environ={"ANNOTATE_URL_DEMO": str(demo_repo)}, cache_dir=tmp_config.cache_dir)
+    fp = fp_of(index, "demo::norm::warp_reduce")
+    write_annotation(root, UP, PATH, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n"
+                     f"  demo::norm::RMSNormKernel:\n    fingerprint: {fp_of(index, 'demo::norm::RMSNormKernel')}\n",
+                     config=config)
+    for ref, kind in (("v2", "unchanged"), ("v0", "changed")):
+        report = run_check(config, index, root)
+        run_drift(config, report, index, ref=ref, tree=None, git_dir=None, upstream=None,
+                  indexer=fake_index_directory)
+        got = {e.name: e.kind for e in report.drift}
+        assert got == {"demo::norm::warp_reduce": kind, "demo::norm::RMSNormKernel": "unchanged"}
+        assert report.drift[0].target.startswith(f"{ref} (")
+    report = run_check(config, index, root)
+    run_drift(config, report, index, ref="nope", tree=None, git_dir=None, upstream=None, indexer=fake_index_directory)
+    assert "is not a commit" in report.drift_diagnostics[0].message
+
+
+@pytest.mark.parametrize("body, code, line, col", [
+    (HEAD + "functions:\n  demo::norm::warp_reduce: {}\n  demo::norm::warp_reduce: {}\n", "duplicate-key", 6, 3),
+    (HEAD + "functions:\n\tdemo::norm::warp_reduce: {}\n", "yaml-syntax", 5, 1),
+    (HEAD + "overview: &o text\nfunctions:\n  demo::norm::warp_reduce: {summary: *o}\n", "yaml-alias", 4, 11),
+    (HEAD + "overview: !!python/object/apply:os.system [ls]\n", "yaml-tag", 4, 11),
+    (HEAD + "overview: " + "[" * 100 + "]" * 100 + "\n", "yaml-too-deep", 4, None),
+    ("", "yaml-empty", 1, 1),
+])
+def test_refused_yaml_features_have_positions(tmp_config, index, root, body, code, line, col):
+    r = check(tmp_config, index, root, body)
+    d = only(r, code)
+    assert d.line == line and (col is None or d.column == col), d.format()
+    assert r.exit_code() == 1
+
+
+def test_bad_utf8_position(tmp_config, index, root):
+    f = write_annotation(root, UP, PATH, HEAD, config=tmp_config)
+    f.write_bytes(f.read_bytes() + b"overview: caf\xe9\n")
+    d = only(run_check(tmp_config, index, root), "encoding")
+    assert (d.line, d.column) == (4, 14) and "0xe9" in d.message
+
+
+def test_bug_in_one_file_is_contained(tmp_config, index, root, monkeypatch):
+    from annotate.notes import api
+
+    def boom(body, at):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(api, "find_anchor", boom)
+    write_annotation(root, UP, "include/demo/other.cuh", f"upstream: {UP}\npath: include/demo/other.cuh\n"
+                     "functions:\n  demo::helper: {summary: fine}\n", config=tmp_config)
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce:\n    notes: [{at: x, text: y}]\n")
+    d = only(r, "internal")
+    assert d.file.endswith("norm.cuh.yaml") and d.line == 5 and "ZeroDivisionError" in d.message
+    assert r.counts()["functions"] == 2 and r.counts()["broken"] == 1
+
+
+def test_two_entries_for_one_definition(tmp_config, index, root):
+    r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce: {}\n  demo::norm::warp_reduce@again: {}\n")
+    d = only(r, "duplicate-entry")
+    assert d.line == 6 and "line 5" in d.message

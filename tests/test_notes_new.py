@@ -5,7 +5,6 @@ indexed by the real index."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -36,7 +35,7 @@ def test_new_creates_file_with_schema_line(tmp_config, index, tmp_path):
     sym = index.find("demo::norm::RMSNormKernel")[0]
     assert data["upstream"] == UP and data["path"] == PATH and entry["fingerprint"] == sym.fingerprint
     assert "shared-static" in entry["memory"][0]["how"]  # the auto facts as a starting list
-    assert "# barriers at 13" in text and "#   warp_reduce" in text
+    assert "# waits at 13" in text and "#   warp_reduce" in text
     report = run_check(tmp_config, index, root)
     assert report.exit_code() == 0 and {d.code for d in report.diagnostics} == {"todo"}
 
@@ -137,3 +136,20 @@ def test_cli_never_tracebacks_on_bad_arguments(tmp_path, capsys, monkeypatch):
     assert main(["check", "--source", "nonsense"]) == 2
     assert main(["check", "--source", f"demo={tmp_path / 'nope'}"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_cli_check_selected_files(tiny_tree, tmp_path, capsys, monkeypatch):
+    from annotate.cli import main
+
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "annotations"
+    other = root / "demo" / "include" / "demo" / "other.cuh.yaml"
+    other.parent.mkdir(parents=True)
+    other.write_text("upstream: demo\npath: include/demo/other.cuh\nfunctions: {x: {}}\n")
+    args = ["--annotations", str(root), "--source", f"demo={tiny_tree}"]
+    assert main(["new", "demo::norm::warp_reduce", *args]) == 0
+    capsys.readouterr()
+    assert main(["check", *args]) == 1  # other.cuh.yaml is broken
+    assert main(["check", str(root / "demo" / "include" / "demo" / "norm.cuh.yaml"), *args]) == 0
+    assert "1 files, 1 functions" in capsys.readouterr().out
+    assert main(["check", str(tmp_path / "elsewhere.yaml"), *args]) == 2

@@ -3,12 +3,12 @@ answer with Diagnostics, never an exception."""
 
 from __future__ import annotations
 
+import os
 import string
-from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotate.errors import Diagnostic
@@ -41,7 +41,7 @@ functions:
     harness: rmsnorm
 """
 
-SETTINGS = settings(max_examples=120, deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("NOTES_HYPOTHESIS_EXAMPLES", "120")), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
@@ -164,7 +164,8 @@ def mutations(draw):
                 "harness: !!python/object/apply:os.system ['true']", "harness: !custom x", "harness: !!binary aGk=",
                 "harness: !!set {a, b}", "<<: {x: 1}"])), 1)
         elif op == "badutf8":
-            return text.encode()[:50] + b"\xff\xfe\xc3" + text.encode()[50:]
+            raw = text.encode("utf-8", errors="surrogatepass")
+            return raw[:50] + b"\xff\xfe\xc3" + raw[50:]
         elif op == "indent":
             lines[i] = " " * draw(st.integers(1, 7)) + lines[i]
             text = "\n".join(lines)
@@ -203,3 +204,22 @@ def test_python_tags_are_refused_not_executed(setup, tmp_path):
     r = run(setup, f"upstream: !!python/object/apply:os.system ['touch {marker}']\npath: x\n".encode())
     assert not marker.exists()
     assert [d.code for d in r.diagnostics if d.severity == "error"] == ["yaml-tag"]
+
+
+@SETTINGS
+@given(mutations())
+def test_new_on_mutated_files(setup, data):
+    """`annotate new` into whatever the file holds: a stub that reads back, or a clean refusal."""
+    from annotate.errors import AnnotateError
+    from annotate.notes.new import new_stub
+
+    config, root, target = setup
+    target.write_bytes(data)
+    try:
+        res = new_stub(config, INDEX, "demo::norm::warp_reduce", root)
+    except AnnotateError as exc:
+        assert exc.message
+        assert target.read_bytes() == data  # refused: untouched
+        return
+    funcs = load_yaml(decode(res.file.read_bytes())).data["functions"]
+    assert res.key in funcs

@@ -57,3 +57,33 @@ functions:
     FileDoc.model_validate(doc)
     CourseDoc.model_validate({"id": "fi-14", "title": {"en": "FlashInfer in 14 days", "zh": "14 天"},
                               "steps": [{"id": "day-06", "title": "norm", "refs": ["flashinfer:include/flashinfer/norm.cuh"]}]})
+
+
+def test_editor_validation_agrees_with_check(real_config):
+    """A standard JSON Schema validator (what editors run) accepts every committed annotation
+    file and the drift fixture, and rejects what `check` rejects at the schema level."""
+    jsonschema = __import__("pytest").importorskip("jsonschema")
+    from annotate.notes.api import annotation_paths
+    from annotate.notes.yamlpos import decode, load_yaml
+
+    schema = json.loads(real_config.schema_file.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    files, courses = annotation_paths(real_config.annotations_dir)
+    drift, _ = annotation_paths(real_config.repo_root / "tests" / "data" / "drift" / "annotations")
+    for p in files + courses + drift:
+        errors = list(validator.iter_errors(load_yaml(decode(p.read_bytes())).data))
+        assert not errors, f"{p}: {errors[0].message}"
+    bad = [
+        {"upstream": "x", "path": "p", "functions": {"f": {"summery": "typo"}}},
+        {"upstream": "x", "path": "p", "functions": {"f": {"summary": ["a list"]}}},
+        {"upstream": "x", "path": "p", "functions": {"f": {"summary": {"en": "a", "fr": "b"}}}},
+        {"upstream": "x", "path": "p", "functions": {"f": {"fingerprint": "xyz"}}},
+        {"upstream": "x", "path": "p", "functions": {"f": {"memory": [{"what": "a"}]}}},
+        {"upstream": "x"},
+        {"id": "c", "title": "t", "steps": [{"id": "s"}]},
+    ]
+    for doc in bad:
+        assert list(validator.iter_errors(doc)), doc
+        model = FileDoc if "upstream" in doc else CourseDoc
+        with __import__("pytest").raises(Exception):
+            model.model_validate(doc)

@@ -145,6 +145,7 @@ class Options:
     stale_detail: Callable | None = None  # (note_fields..., sym) -> str | None (diff text)
     check_schema_line: bool = True
     known_harnesses: set[str] | None = None
+    only: list[Path] | None = None  # check just these files (course maps are always read)
 
 
 def _text(v: Any) -> M.Text | None:
@@ -167,6 +168,10 @@ def load(config: Config, index, options: Options | None = None) -> LoadResult:
     opts = options or Options()
     root = Path(opts.root) if opts.root else config.annotations_dir
     files, course_files = annotation_paths(root)
+    picked = None
+    if opts.only:
+        picked = {Path(os.path.abspath(p)) for p in opts.only}
+        files = [p for p in files if Path(os.path.abspath(p)) in picked]
     result = LoadResult(set=M.AnnotationSet())
     for p in files:
         disp = display_path(config, p)
@@ -185,7 +190,8 @@ def load(config: Config, index, options: Options | None = None) -> LoadResult:
             course, diags = None, [_internal(disp, exc)]
         if course is not None:
             result.set.courses.append(course)
-        result.set.diagnostics.extend(diags)
+        if picked is None or Path(os.path.abspath(p)) in picked:
+            result.set.diagnostics.extend(diags)
     result.set.diagnostics.extend(_cross_checks(result.set))
     return result
 
@@ -282,8 +288,8 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
     path = head_doc.path if head_doc else (data.get("path") if isinstance(data.get("path"), str) else None)
     file_ok = head_doc is not None
 
-    # Where the file is vs what it says.
-    if file_ok:
+    # Where the file is vs what it says (a path that leaves the upstream is reported below).
+    if file_ok and check_upstream_path(upstream, path) is None:
         try:
             rel = Path(os.path.abspath(p)).relative_to(Path(os.path.abspath(root))).as_posix()
         except ValueError:
@@ -353,6 +359,18 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
             result.refreshable.append(refresh)
         result.outcomes.append(Outcome(disp, name, outcome, fn))
 
+    seen: dict[str, M.FunctionNote] = {}
+    for fn in notes:
+        if fn.symbol is None:
+            continue
+        first = seen.setdefault(fn.symbol.key, fn)
+        if first is not fn:
+            src = fn.source
+            diags.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
+                                    f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
+                                    file=disp, line=src.line if src else None, column=src.column if src else None,
+                                    code="duplicate-entry", symbol=fn.qualified_name,
+                                    detail="merge the two entries, or give each a `signature:` that picks a different definition"))
     overview = _text(head_doc.overview) if head_doc else None
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
     return M.AnnotationFile(file=disp, upstream=upstream, path=path, overview=overview,

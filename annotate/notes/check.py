@@ -91,13 +91,37 @@ class StaleExplainer:
     """Builds the `detail` of a stale warning: a diff from the fingerprinted body to now."""
 
     def __init__(self, config: Config, indexer: Indexer | None = None, git_dir: str | None = None,
-                 against_index=None):
+                 against_index=None, against_tree: str | None = None, against_ref: str | None = None):
         self.config = config
         self.store = BodyStore(config)
         self.indexer = indexer
         self.git_dir = git_dir
         self.against_index = against_index
+        self.against_tree = against_tree
+        self.against_ref = against_ref
         self._repos: dict[str, GitRepo | None] = {}
+
+    def _from_against(self, upstream, path, name, fp):
+        """The body from the --against tree or ref, if the function there has fingerprint fp."""
+        if self.indexer is None or not (self.against_tree or self.against_ref):
+            return None
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="annotate-against-") as tmp:
+            if self.against_tree:
+                root, label = Path(self.against_tree), f"--against-dir {self.against_tree}"
+                if not (root / path).is_file():
+                    return None
+            else:
+                repo = self.repo(upstream)
+                if repo is None or not repo.export(self.against_ref, [path], Path(tmp)):
+                    return None
+                root, label = Path(tmp), f"--against {self.against_ref}"
+            idx = self.indexer(upstream, root, [path])
+            for s in api._safe(idx.symbols_in, upstream, path, default=[]) or []:
+                if s.qualified_name == name and s.fingerprint == fp:
+                    return label, idx.text_of(s), s.start_line
+        return None
 
     def repo(self, upstream: str) -> GitRepo | None:
         if upstream not in self._repos:
@@ -114,6 +138,10 @@ class StaleExplainer:
             for s in api._safe(self.against_index.symbols_in, upstream, path, default=[]) or []:
                 if s.qualified_name == name and s.fingerprint == fp:
                     return "--against tree", self.against_index.text_of(s), s.start_line
+        got = self._from_against(upstream, path, name, fp)
+        if got is not None:
+            self.store.put(fp, got[1])
+            return got
         repo = self.repo(upstream)
         if repo is not None and self.indexer is not None:
             try:
@@ -147,11 +175,12 @@ class StaleExplainer:
 
 
 def run_check(config: Config, index, root: Path | None = None, *, refresh: bool = False,
-              explainer=None, known_harnesses: set[str] | None = None) -> CheckReport:
+              explainer=None, known_harnesses: set[str] | None = None,
+              only: list[Path] | None = None) -> CheckReport:
     t0 = time.perf_counter()
     if known_harnesses is None:
         known_harnesses = discover_harnesses(config)
-    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses)
+    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only)
     result = api.load(config, index, opts)
     refreshed = 0
     if refresh and result.refreshable:

@@ -13,6 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Validate annotation files: YAML and schema errors, unresolved or "
                                    "ambiguous functions, anchors, stale fingerprints; with --against, "
                                    "drift to another version. Exit 1 on errors, 0 on clean or warnings only.")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                   help="check only these annotation files (default: all under the annotations root)")
     p.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     p.add_argument("--strict", action="store_true", help="warnings are fatal too (for CI)")
     p.add_argument("--refresh", action="store_true",
@@ -72,6 +74,16 @@ def make_index(config, args):
     return load_index(config)
 
 
+def _inside(p: Path, root: Path) -> bool:
+    import os
+
+    try:
+        Path(os.path.abspath(p)).relative_to(Path(os.path.abspath(root)))
+        return True
+    except ValueError:
+        return False
+
+
 def cmd_check(args, config) -> int:
     from annotate.errors import UsageError
     from annotate.notes.check import StaleExplainer, format_report, report_json, run_check
@@ -79,13 +91,20 @@ def cmd_check(args, config) -> int:
 
     if args.against and args.against_dir:
         raise UsageError("give --against or --against-dir, not both")
+    root = args.annotations or config.annotations_dir
+    outside = [f for f in args.files if not Path(f).is_file() or not _inside(Path(f), root)]
+    if outside:
+        raise UsageError(f"{outside[0]}: not an annotation file under {root}",
+                         hint="give files under the annotations root, or --annotations DIR")
     import time
 
     t0 = time.perf_counter()
     index = make_index(config, args)
     t_index = time.perf_counter() - t0
-    explainer = StaleExplainer(config, indexer=default_indexer(), git_dir=args.git_dir)
-    report = run_check(config, index, args.annotations, refresh=args.refresh, explainer=explainer)
+    explainer = StaleExplainer(config, indexer=default_indexer(), git_dir=args.git_dir,
+                               against_tree=args.against_dir, against_ref=args.against)
+    report = run_check(config, index, args.annotations, refresh=args.refresh, explainer=explainer,
+                       only=list(args.files) or None)
     if args.against or args.against_dir:
         from annotate.notes.drift import run_drift
 

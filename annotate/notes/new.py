@@ -15,6 +15,8 @@ from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
 
 MAX_MEMORY = 8
 MAX_CALLS = 12
+# fact kinds (annotate/index/rules/memory.yaml) that belong beside `sync:` rather than `memory:`
+SYNC_KINDS = {"barrier", "cp-async-group", "fence", "grid-sync", "mbarrier"}
 
 
 @dataclass
@@ -47,7 +49,7 @@ def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
     out.append(f"    # {sym.kind} at {sym.path}:{sym.start_line}-{sym.end_line}; `annotate check` warns while a TODO is left")
     out.append(f"    summary: {api.TODO} what it computes")
     out.append(f"    decomposition: {api.TODO} grid / block / warp / thread mapping")
-    barriers = [f for f in facts if f.kind in ("barrier", "sync") or "sync" in f.kind]
+    barriers = [f for f in facts if f.kind in SYNC_KINDS]
     movers = [f for f in facts if f not in barriers]
     if movers:
         out.append("    memory:  # one entry per auto-detected fact: merge, fill in, delete the rest")
@@ -62,8 +64,8 @@ def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
     else:
         out.append("    memory: []  # the index found no memory-access facts here")
     if barriers:
-        lines = ", ".join(f"{f.line} {f.detail[:40]}" for f in barriers[:6])
-        out.append(f"    sync: {api.TODO} where threads synchronise and why  # barriers at {lines}")
+        lines = ", ".join(f"{f.line} {f.detail[:40]}" for f in barriers[:6]) + (" …" if len(barriers) > 6 else "")
+        out.append(f"    sync: {api.TODO} where threads synchronise and why  # waits at {lines}")
     else:
         out.append(f"    sync: {api.TODO} where threads synchronise and why  # the index found no barrier")
     out.append(f"    first_look: {api.TODO} what a learner should look at first")
@@ -141,7 +143,15 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
     except (YamlProblem, AttributeError):
         ok = False
     if not ok:
-        new_text, line = _insert_ruamel(text, lines, key)
+        try:
+            new_text, line = _insert_ruamel(text, lines, key)
+            check = load_yaml(new_text).data
+            ok = isinstance(check.get("functions"), dict) and key in check["functions"]
+        except Exception:
+            ok = False
+        if not ok:
+            raise AnnotateError(f"{api.display_path(config, target)}: cannot add the stub to this file's layout "
+                                "automatically", hint="paste it under `functions:` yourself:\n" + "\n".join(lines))
     _write(target, new_text)
     return NewResult(target, key, line, False)
 
