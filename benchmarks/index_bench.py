@@ -146,6 +146,22 @@ def fact_scores(index, verbose: bool) -> dict:
     return out
 
 
+def sample_edges(index, roots, n: int, seed: int = 7) -> None:
+    """Print n random resolved edges out of the course files, for checking by hand."""
+    import random
+
+    rnd = random.Random(seed)
+    pool = []
+    for up, files in course_files(roots).items():
+        for path in files:
+            pool += [e for e in index.file(up, path).edges if e.callees]
+    print(f"{n} of {len(pool)} resolved edges in the course files (seed {seed}):")
+    for e in rnd.sample(pool, min(n, len(pool))):
+        tg = [index.symbol(k) for k in e.callees]
+        print(f"  {e.path}:{e.line} {e.kind} {e.callee_name!r} -> {len(tg)} x {tg[0].qualified_name} "
+              f"@{tg[0].path}:{tg[0].start_line} [{tg[0].kind}]")
+
+
 def timings(config: Config, roots: dict[str, Path]) -> dict:
     """Cold (empty cache), warm (same files), and one-file-changed (per-file cache + re-resolve)
     index times, in a throw-away cache so the user's cache is untouched; then load_index on the
@@ -188,9 +204,11 @@ def main() -> int:
     ap.add_argument("--recall", action="store_true")
     ap.add_argument("--facts", action="store_true")
     ap.add_argument("--time", action="store_true")
+    ap.add_argument("--sample-edges", type=int, default=0, metavar="N",
+                    help="print N random resolved edges of the course files to check by hand")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    every = not (args.recall or args.facts or args.time)
+    every = not (args.recall or args.facts or args.time or args.sample_edges)
     config = Config.load()
     roots = fetched_roots(config)
     if not roots:
@@ -201,6 +219,8 @@ def main() -> int:
         recall(index, roots, args.verbose)
     if every or args.facts:
         fact_scores(index, args.verbose)
+    if args.sample_edges:
+        sample_edges(index, roots, args.sample_edges)
     if every or args.time:
         timings(config, roots)
     return 0

@@ -87,10 +87,64 @@ def test_cache_reuses_and_reparses_only_changed_file(tmp_path, tmp_config):
     assert files3["a.cuh"] == files["a.cuh"]
 
 
+def test_member_calls_narrowed_by_declared_type(tmp_path):
+    ix = index_snippets(tmp_path, {"m.cuh": """
+        namespace fi {
+        template <typename T, int N> struct vec_t { __device__ void load(const T* p) {} };
+        struct smem_t { __device__ void load(int off) {} };
+        template <typename T>
+        __device__ void use(const T* p, smem_t& smem) {
+          vec_t<T, 4> a, b;
+          auto c = make();
+          a.load(p);
+          smem.load(0);
+          c.load(p);
+        }
+        }
+        """})
+    use = ix.resolve("fi::use")
+    got = [(e.callee_name, sorted(ix.symbol(k).qualified_name for k in e.callees)) for e in ix.callees(use)
+           if e.via == "member"]
+    assert got == [("a.load", ["fi::vec_t::load"]), ("smem.load", ["fi::smem_t::load"]),
+                   ("c.load", ["fi::smem_t::load", "fi::vec_t::load"])]
+
+
+def test_overloads_narrowed_by_argument_count(tmp_path):
+    ix = index_snippets(tmp_path, {"o.cuh": """
+        namespace cute {
+        template <class T> __device__ int size(T const& t) { return 1; }
+        template <int I, class T> __device__ int size(T const& t, int mode) { return 2; }
+        __device__ int pick(int a, int b = 0) { return a; }
+        __device__ int pick(int a, int b, int c) { return c; }
+        template <class... Ts> __device__ int many(Ts... ts) { return 0; }
+        __device__ int use(int x) {
+          return size(x) + size<0>(x, 1) + pick(1) + pick(1, 2) + pick(1, 2, 3) + many(1, 2, 3, 4);
+        }
+        }
+        """})
+    use = ix.resolve("cute::use")
+    got = [(e.callee_name, [ix.symbol(k).start_line for k in e.callees]) for e in ix.callees(use)]
+    assert got == [("size", [2]), ("size", [3]), ("pick", [4]), ("pick", [4]), ("pick", [5]), ("many", [6])]
+
+
+def test_old_tool_versions_are_pruned(tmp_config):
+    from annotate.index import cache
+
+    base = tmp_config.index_dir() / "files"
+    for i, v in enumerate(["v1", "v2", "v3", "v4"]):
+        cache.touch_version(tmp_config, v)
+        import os
+
+        os.utime(base / v / ".used", (1000 + i, 1000 + i))
+    cache.prune_versions(tmp_config, "v4", keep_last=3)
+    assert sorted(p.name for p in base.iterdir()) == ["v2", "v3", "v4"]
+
+
 def test_unreadable_grammar_input_is_a_diagnostic_not_a_crash(tmp_path):
     ix = index_snippets(tmp_path, {"bad.cu": "}}}} template <<< ((( \x00 garbage", "ok.cu": "void f() {}\n"})
     assert [s.name for s in ix.symbols_in("demo", "ok.cu")] == ["f"]
     assert ix.file("demo", "bad.cu").symbols == ()
+    assert all(d.severity == "warning" and d.file.startswith("demo:") for d in ix.diagnostics())
 
 
 def test_load_index_without_pins_says_to_fetch(tmp_config):

@@ -172,6 +172,10 @@ class JitSpec:
 
     def _compile(self):
         return gen_spec("x")
+
+
+def make():
+    return JitSpec("y")
 '''
 
 
@@ -310,6 +314,8 @@ def test_python_functions_and_methods(ix):
     g = sym(ix, "gen_spec")
     assert g.qualified_name == "pkg.jit.core.gen_spec"
     assert any(x.callees == (g.key,) for x in ix.callees(sym(ix, "pkg.jit.core.JitSpec._compile")))
+    (ctor,) = ix.callees(sym(ix, "pkg.jit.core.make"))  # a class call runs its __init__
+    assert ctor.callees == (sym(ix, "pkg.jit.core.JitSpec.__init__").key,)
 
 
 def test_fingerprint_ignores_comments_and_whitespace():

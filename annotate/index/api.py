@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from annotate.config import Config
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import AnnotateError, Diagnostic, UsageError
 from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
 
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".github"}
@@ -165,6 +165,15 @@ class Index:
             line = int(ln) if ln.isdigit() else None
         return upstream, rest, path, line
 
+    def diagnostics(self) -> list[Diagnostic]:
+        """Per-file problems (a file that failed to extract), as warnings naming the file."""
+        out = []
+        for up, by_path in self._files.items():
+            for path, fi in by_path.items():
+                for msg in fi.diagnostics:
+                    out.append(Diagnostic("warning", msg, file=f"{up}:{path}", code="index-extract"))
+        return out
+
     # -- graph and facts --
     def callees(self, sym: Symbol) -> list[CallEdge]:
         return sorted(self._callees.get(sym.key, []), key=lambda e: (e.line, e.column))
@@ -256,17 +265,17 @@ def source_files(root: Path, paths: list[str] | None = None) -> list[str]:
 
 
 def _extract_one(args):
-    from annotate.index.extract import extract_file
+    from annotate.index.extract import Extracted, extract_full
 
     upstream, path, data, blob = args
     try:
-        fi = extract_file(upstream, path, data)
+        ex = extract_full(upstream, path, data)
     except Exception as exc:  # one unparsable file must not end the run; it is reported
         from annotate.index.parse import language_of
 
-        return FileIndex(upstream=upstream, path=path, blob=blob, language=language_of(path) or "cuda",
-                         diagnostics=(f"extraction failed: {type(exc).__name__}: {exc}",))
-    return replace(fi, blob=blob)
+        return Extracted(FileIndex(upstream=upstream, path=path, blob=blob, language=language_of(path) or "cuda",
+                                   diagnostics=(f"extraction failed: {type(exc).__name__}: {exc}",)))
+    return replace(ex, file=replace(ex.file, blob=blob))
 
 
 def _workers(n_todo: int) -> int:
@@ -278,7 +287,7 @@ def _workers(n_todo: int) -> int:
     return max(1, min(os.cpu_count() or 1, 16))
 
 
-def _extract_many(todo: list[tuple[str, str, bytes, str]], progress: bool) -> list[FileIndex]:
+def _extract_many(todo: list[tuple[str, str, bytes, str]], progress: bool) -> list:
     jobs = _workers(len(todo))
     if jobs == 1:
         return [_extract_one(t) for t in todo]
@@ -316,26 +325,34 @@ def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
         if isinstance(got, dict):
             stats.update(resolved_cache=True, seconds=time.perf_counter() - t0)
             return got, stats
-    files: dict[str, FileIndex] = {}
+    from annotate.index.extract import Extracted
+
+    found: dict[str, Extracted] = {}
     todo = []
     for rel, blob, data in entries:
-        fi = None
+        ex = None
         if config is not None:
-            fi = cache.read(cache.file_entry_path(config, version, cache.file_key(upstream, rel, blob)))
-        if isinstance(fi, FileIndex):
-            files[rel] = fi
+            ex = cache.read(cache.file_entry_path(config, version, cache.file_key(upstream, rel, blob)))
+        if isinstance(ex, Extracted):
+            found[rel] = ex
             stats["cached_files"] += 1
         else:
             todo.append((upstream, rel, data, blob))
     if progress and todo:
         print(f"annotate: indexing {len(todo)} files of {upstream}", file=sys.stderr)
-    for fi in _extract_many(todo, progress):
-        files[fi.path] = fi
+    for ex in _extract_many(todo, progress):
+        found[ex.file.path] = ex
         stats["parsed"] += 1
         if config is not None:
-            cache.write(config, cache.file_entry_path(config, version, cache.file_key(upstream, fi.path, fi.blob)), fi)
-    resolved = resolve_upstream(dict(sorted(files.items())))
+            key = cache.file_key(upstream, ex.file.path, ex.file.blob)
+            cache.write(config, cache.file_entry_path(config, version, key), ex)
+    files = {p: found[p].file for p in sorted(found)}
+    arity = {k: v for ex in found.values() for k, v in ex.arity.items()}
+    resolved = resolve_upstream(files, arity, {p: ex.nargs for p, ex in found.items()},
+                                {p: ex.receivers for p, ex in found.items()})
     if config is not None:
+        cache.touch_version(config, version)
+        cache.prune_versions(config, version)
         rpath = cache.resolved_path(config, upstream, tkey)
         cache.write(config, rpath, resolved)
         cache.prune_resolved(config, upstream, rpath)

@@ -89,3 +89,30 @@ def prune_resolved(config: Config, upstream: str, keep: Path, keep_last: int = 3
             p.unlink()
         except OSError:
             pass
+
+
+def touch_version(config: Config, version: str) -> None:
+    """Mark the per-file cache of this tool version as used now (prune_versions keeps the newest)."""
+    d = config.index_dir() / "files" / version
+    d.mkdir(parents=True, exist_ok=True)
+    (d / ".used").touch()
+
+
+def prune_versions(config: Config, current: str, keep_last: int = 3) -> None:
+    """Per-file caches of other tool versions (older checkouts of this tool sharing the cache)
+    beyond the newest few are deleted; a version in use elsewhere just re-parses on a miss."""
+    import shutil
+
+    d = config.index_dir() / "files"
+    if not d.is_dir():
+        return
+
+    def used(p: Path) -> float:
+        try:
+            return (p / ".used").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = sorted((p for p in d.iterdir() if p.is_dir() and p.name != current), key=used, reverse=True)
+    for p in others[keep_last - 1:]:
+        shutil.rmtree(p, ignore_errors=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass, field
 
 from annotate.index import cst
 from annotate.index.facts import apply_rules, find_fact_nodes
@@ -22,11 +23,28 @@ _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
 ANON = "(anonymous namespace)"
 
 
+@dataclass(frozen=True)
+class Extracted:
+    """A FileIndex plus what only call resolution needs (kept out of the stage contract):
+    `arity` maps Symbol.key -> (fewest, most arguments; -1 = any number), `nargs` gives the
+    argument count of each edge's call (None where unknown or not a plain call), `receivers`
+    the declared class of the object of each member call (`vec_t<float, 4> v; v.load()` -> vec_t)."""
+
+    file: FileIndex
+    arity: dict[str, tuple[int, int]] = field(default_factory=dict)
+    nargs: tuple[int | None, ...] = ()
+    receivers: tuple[str | None, ...] = ()  # per edge: class name of a member call's object, if declared
+
+
 def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
     """Everything about one file; `blob` is filled in by the caller."""
+    return extract_full(upstream, path, src).file
+
+
+def extract_full(upstream: str, path: str, src: bytes) -> Extracted:
     lang = language_of(path)
     if lang == "python":
-        return extract_python(upstream, path, src)
+        return Extracted(extract_python(upstream, path, src))
     return extract_cuda(upstream, path, src)
 
 
@@ -35,9 +53,17 @@ def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
 class _Spans:
     """Maps a byte offset to the innermost function body containing it."""
 
-    def __init__(self, spans: list[tuple[int, int, int]]):
+    def __init__(self, spans: list[tuple[int, int, int]], params: list[tuple[int, int, int]] | None = None):
+        self.params = sorted(params or [])
         self.spans = sorted(spans)
         self.starts = [s for s, _, _ in self.spans]
+
+    def owner_of_params(self, byte: int) -> int | None:
+        """The function whose parameter list holds `byte` (a parameter's declaration)."""
+        for lo, hi, idx in self.params:
+            if lo <= byte < hi:
+                return idx
+        return None
 
     def owner(self, byte: int) -> int | None:
         i = bisect.bisect_right(self.starts, byte) - 1
@@ -74,7 +100,7 @@ def _split_scope(text: str) -> list[str]:
     return [p for p in text.split("::") if p]
 
 
-def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
+def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     table = macro_table()
     text = prepare_cuda(src, table)
     tree = parser("cuda").parse(text)
@@ -90,6 +116,8 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
 
     symbols: list[Symbol] = []
     spans: list[tuple[int, int, int]] = []
+    arity: dict[str, tuple[int, int]] = {}
+    param_spans: list[tuple[int, int, int]] = []
     for m in matches("cuda-functions", root):
         fn, body = m["function"][0], m["body"][0]
         sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
@@ -97,7 +125,14 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
-    owner = _Spans(spans)
+        ar = _arity(fn)
+        if ar is not None:
+            arity[sym.key] = ar
+        decl = _function_declarator(fn)
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        if plist is not None:
+            param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
+    owner = _Spans(spans, param_spans)
 
     # function-pointer variables per function: var -> [(target name, node)]
     pointers: dict[int, dict[str, list]] = {}
@@ -110,7 +145,24 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
         if targets:
             pointers.setdefault(idx, {}).setdefault(cst.node_text(var), []).extend(targets)
 
+    # declared types of locals and parameters per function: var -> class name (last component)
+    var_types: dict[int, dict[str, str]] = {}
+    for m in matches("cuda-declarations", root):
+        tnode, var = m["type"][0], m["var"][0]
+        if tnode.type in ("primitive_type", "placeholder_type_specifier", "sized_type_specifier"):
+            continue
+        idx = owner.owner(var.start_byte)
+        if idx is None:
+            idx = owner.owner_of_params(var.start_byte)
+        if idx is None:
+            continue
+        tname = cst.text_without_template_args(tnode).replace("typename ", "").split("::")[-1].strip()
+        if tname:
+            var_types.setdefault(idx, {})[cst.node_text(var)] = tname
+
     edges: list[CallEdge] = []
+    nargs: dict[int, int] = {}  # edge index -> argument count of its call
+    receivers: dict[int, str] = {}  # edge index -> declared class of a member call's object
     launchers = table.launchers
     call_matches = []
     calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
@@ -159,6 +211,14 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
             field = callee.child_by_field_name("field")
             via = ".template" if field is not None and field.type in ("dependent_name", "template_method") else "member"
         edges.append(CallEdge(sym.key, written, CALL, path, line, col, (), via))
+        if via is not None:
+            obj = callee.child_by_field_name("argument")
+            if obj is not None and obj.type == "identifier":
+                t = var_types.get(idx, {}).get(cst.node_text(obj))
+                if t:
+                    receivers[len(edges) - 1] = t
+        nargs[len(edges) - 1] = sum(1 for a in call.child_by_field_name("arguments").named_children
+                                    if a.type != "comment")
         if bare in launchers:
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             k = launchers[bare]
@@ -187,8 +247,31 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> FileIndex:
     facts.sort(key=lambda f: (f.line, f.kind))
 
     includes = tuple(cst.node_text(n) for n in captures("cuda-includes", root).get("path", []))
-    return FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
-                     edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
+    fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
+                   edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
+    return Extracted(fi, arity, tuple(nargs.get(i) for i in range(len(edges))),
+                     tuple(receivers.get(i) for i in range(len(edges))))
+
+
+def _arity(fn) -> tuple[int, int] | None:
+    """(fewest, most) arguments a definition accepts; most = -1 for variadics."""
+    decl = _function_declarator(fn)
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if params is None:
+        return None
+    req = opt = 0
+    variadic = any(c.type == "..." for c in params.children)
+    for p in params.named_children:
+        if p.type == "parameter_declaration":
+            if cst.node_text(p).strip() != "void":
+                req += 1
+        elif p.type == "optional_parameter_declaration":
+            opt += 1
+        elif p.type in ("variadic_parameter_declaration", "variadic_parameter"):
+            variadic = True
+        elif p.type != "comment":
+            return None  # something the grammar did not understand: no constraint
+    return (req, -1 if variadic else req + opt)
 
 
 def _function_refs(value, pointers: dict[str, list] | None = None) -> list[tuple[str, object]]:
@@ -269,8 +352,6 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     dname = decl.child_by_field_name("declarator")
     if dname is None:
         return None
-    # A function_definition nested in a body, not inside a local class, is the grammar
-    # misreading a macro call followed by a block (`DISPATCH(...) { ... }`).
     scopes: list[str] = []
     anonymous = False
     in_class = False
@@ -280,8 +361,9 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     seen_ns_or_class = False
     while p is not None:
         t = p.type
-        if t == "template_declaration" and not seen_ns_or_class and child is not None:
-            templates.append(p)
+        if t == "template_declaration" and not seen_ns_or_class and (
+                child is fn or child.type == "template_declaration"):
+            templates.append(p)  # the chain of heads directly wrapping this definition
         elif t == "namespace_definition":
             seen_ns_or_class = True  # namespaces themselves come from ns_ranges (text)
         elif t in _CLASS_TYPES:
@@ -291,6 +373,8 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
                 scopes[:0] = _split_scope(nm)[-1:]
             in_class = True
         elif t == "compound_statement" and not seen_ns_or_class:
+            # nested in a body, not in a local class: the grammar misreading a macro call
+            # followed by a block (`DISPATCH(...) { ... }`), not a definition
             return None
         child = p
         p = p.parent
@@ -426,6 +510,13 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
+        ar = _arity(fn)
+        if ar is not None:
+            arity[sym.key] = ar
+        decl = _function_declarator(fn)
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        if plist is not None:
+            param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
     owner = _Spans(spans)
     edges = []
     for m in matches("python-calls", root):

@@ -78,8 +78,15 @@ def _scope_of(qualified: str, python: bool) -> str:
     return qualified.rsplit(sep, 1)[0] if sep in qualified else ""
 
 
-def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
-    """FileIndex per path with `includes` resolved to paths and every edge's `callees` filled."""
+def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, int]] | None = None,
+                     nargs: dict[str, tuple[int | None, ...]] | None = None,
+                     receivers: dict[str, tuple[str | None, ...]] | None = None) -> dict[str, FileIndex]:
+    """FileIndex per path with `includes` resolved to paths and every edge's `callees` filled.
+    `arity` (Symbol.key -> (min, max)) and `nargs` (path -> argument count per edge) narrow
+    overload sets to the definitions that accept the call's argument count, when any does."""
+    arity = arity or {}
+    nargs = nargs or {}
+    receivers = receivers or {}
     resolver = IncludeResolver(list(files))
     includes: dict[str, tuple[str, ...]] = {}
     for p, fi in files.items():
@@ -114,10 +121,13 @@ def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
     by_name: dict[tuple[bool, str], list[Symbol]] = {}
     by_key: dict[str, Symbol] = {}
     scopes: set[str] = set()
+    inits: dict[str, list[Symbol]] = {}  # Python class name -> its __init__ (a call `Cls(...)` runs it)
     for fi in files.values():
         py = fi.language == "python"
         for s in fi.symbols:
             by_name.setdefault((py, s.name), []).append(s)
+            if py and s.name == "__init__" and s.qualified_name.count(".") >= 2:
+                inits.setdefault(s.qualified_name.split(".")[-2], []).append(s)
             by_key[s.key] = s
             if not py:
                 scopes.update(s.qualified_name.split("::")[:-1])
@@ -128,16 +138,30 @@ def resolve_upstream(files: dict[str, FileIndex]) -> dict[str, FileIndex]:
         py = fi.language == "python"
         reach = closure(p)
         new_edges = []
-        for e in fi.edges:
+        counts = nargs.get(p, ())
+        recv = receivers.get(p, ())
+        for i, e in enumerate(fi.edges):
             caller = by_key.get(e.caller)
-            keys = _candidates(e, caller, by_name.get((py, _bare(e.callee_name)), ()), py, reach, scopes,
-                               ns_macros)
+            bare = _bare(e.callee_name)
+            cands = by_name.get((py, bare), ())
+            if py and not cands and bare[:1].isupper():
+                cands = inits.get(bare, ())
+            keys = _candidates(e, caller, cands, py, reach, scopes, ns_macros,
+                               recv[i] if i < len(recv) else None)
+            n = counts[i] if i < len(counts) else None
+            if n is not None and len(keys) > 1:
+                # last tie-break: overloads that take this many arguments (defaults declared
+                # only on a prototype make a definition look stricter, so never to zero)
+                fits = tuple(k for k in keys if _accepts(arity.get(k), n))
+                if fits:
+                    keys = fits
             new_edges.append(replace(e, callees=keys) if keys else e)
         out[p] = replace(fi, edges=tuple(new_edges), includes=includes[p])
     return out
 
 
-def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scopes, ns_macros) -> tuple[str, ...]:
+def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scopes, ns_macros,
+                receiver: str | None = None) -> tuple[str, ...]:
     if not cands:
         return ()
     cands = list(cands)
@@ -166,6 +190,10 @@ def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scop
             meth = [c for c in cands if c.kind == METHOD and c.path in reach]
             if not meth:
                 return ()
+            if receiver:  # the object's declared class, when the function declares it
+                typed = [c for c in meth if _scope_of(c.qualified_name, False).rsplit("::", 1)[-1] == receiver]
+                if typed:
+                    meth = typed
             cands = meth
     else:
         if caller is not None and caller.kind == METHOD:
@@ -203,3 +231,10 @@ def _candidates(e: CallEdge, caller: Symbol | None, cands, py: bool, reach, scop
 
 def _encloses(scope: str, inner: str) -> bool:
     return not scope or scope == inner or inner.startswith(scope + "::")
+
+
+def _accepts(ar: tuple[int, int] | None, n: int) -> bool:
+    if ar is None:
+        return True
+    lo, hi = ar
+    return n >= lo and (hi < 0 or n <= hi)
