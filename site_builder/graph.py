@@ -51,13 +51,18 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
             col = kept + [more]
         by_layer[ly] = col
     # Keep the picture layered: only edges from one layer to the next (callers -> function
-    # -> callees -> their callees); none out of a "+N more" node. Edges inside a layer or
+    # -> callees -> their callees); none out of a callee-side "+N more" node. Edges inside a layer or
     # backwards (recursion, callees calling each other) would cut through the columns.
     layer_of0 = {n.id: ly for ly in layers for n in by_layer[ly]}
     edges = list(dict.fromkeys(
         e for e in edges
         if e[0] in layer_of0 and e[1] in layer_of0 and layer_of0[e[1]] == layer_of0[e[0]] + 1
-        and not e[0].startswith("more:")))
+        and not (e[0].startswith("more:") and layer_of0[e[0]] > 0)))
+    # A node whose only links were through a folded node would float unconnected: drop it.
+    linked = {x for e in edges for x in e[:2]}
+    for ly in layers:
+        by_layer[ly] = [n for n in by_layer[ly] if n.id in linked or n.role == "self" or len(nodes) == 1]
+    layers = [ly for ly in layers if by_layer[ly]]
 
     neighbours: dict[str, list[str]] = {}
     for s, d, _ in edges:
