@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "annotate.fetch.cli",
     "annotate.index.cli",
     "annotate.notes.cli",
+    "site_builder.cli",
     "annotate.harness.cli",
 ]
 

@@ -157,6 +157,10 @@ class Config:
     def results_dir(self) -> Path:
         return self.cache_dir / "results"
 
+    def site_cache_dir(self) -> Path:
+        """The site builder's content-keyed cache (highlighted tokens per file content)."""
+        return self.cache_dir / "site"
+
     def notes_bodies_dir(self) -> Path:
         """Function bodies by fingerprint, stored when a fingerprint is written (stale diffs)."""
         return self.cache_dir / "notes" / "bodies"

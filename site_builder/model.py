@@ -1,0 +1,334 @@
+"""The page model: typed, read-only objects the templates receive (never dicts).
+
+Two layers, because the code of a file is tokenised in worker processes:
+- a *plan* (`FilePlan`) holds everything the index and the annotations say about one page —
+  functions, cross-reference links, fact markers, notes — and no source text; its `repr`
+  is the page's cache key;
+- the *page* (`FilePage`) adds the tokenised lines, sliced into sections and rows.
+
+Markdown arrives here already rendered and sanitised (`markupsafe.Markup`, see
+`site_builder.markdown`); every other string is plain text and is escaped by the templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+# A piece of a code line: (token class or "", text, href or None). Token classes are the
+# one-letter codes of highlight.TOKEN_CLASSES; "" is plain text. Text and href are already
+# HTML-escaped (code.escape_text / escape_attr): the template's code loop does not escape.
+Piece = tuple[str, str, "str | None"]
+
+
+@dataclass(frozen=True)
+class TextView:
+    """One annotation text field, rendered: English and, where written, Chinese."""
+
+    en: Markup
+    zh: Markup | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    """Something that may link: `href` None means plain text (an unresolved name)."""
+
+    label: str
+    href: str | None = None
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class XRef:
+    """One entry in a function's caller/callee/launch list: the other function, once, with
+    the lines where the calls are (the first few; `more_sites` counts the rest)."""
+
+    target: Link  # the other function (its definition where resolved)
+    kind: str  # "call" | "launch"
+    sites: tuple[Link, ...]  # call sites, "L123" / "file.cuh:123", linking to the line
+    more_sites: int = 0
+
+
+@dataclass(frozen=True)
+class FactMark:
+    """An auto-detected memory-access fact, drawn as a small marker on its line."""
+
+    kind: str
+    detail: str
+    line: int
+    css: str  # the marker's colour class (names.fact_class)
+    abbr: str  # the two-letter label on the marker
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    kind: str
+    css: str
+    abbr: str
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    what: TextView | None
+    path: str
+    how: TextView | None
+
+
+@dataclass(frozen=True)
+class CallNote:
+    callee: Link
+    text: TextView
+
+
+@dataclass(frozen=True)
+class NoteView:
+    """A reviewer's annotation of one function, ready to show."""
+
+    status: str  # "ok" | "stale" | ...
+    status_message: str  # why it is not ok ("" when ok)
+    summary: TextView | None
+    decomposition: TextView | None
+    memory: tuple[MemoryView, ...]
+    sync: TextView | None
+    first_look: TextView | None
+    calls: tuple[CallNote, ...]
+    courses: tuple[Link, ...]
+    harness: str | None
+
+    @property
+    def stale(self) -> bool:
+        return self.status == "stale"
+
+
+@dataclass(frozen=True)
+class InlineNoteView:
+    line: int
+    end_line: int  # last line the anchor text covers
+    at: str
+    text: TextView
+    stale: bool = False
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    label: str
+    title: str
+    href: str | None
+    role: str  # "self" | "caller" | "callee" | "more"
+    x: float
+    y: float
+    w: float
+    h: float
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    d: str  # SVG path data
+    kind: str  # "call" | "launch"
+
+
+@dataclass(frozen=True)
+class CallGraph:
+    width: float
+    height: float
+    nodes: tuple[GraphNode, ...]
+    edges: tuple[GraphEdge, ...]
+
+
+@dataclass(frozen=True)
+class FunctionView:
+    key: str  # Symbol.key
+    anchor: str  # names.symbol_anchor(key)
+    name: str
+    qualified_name: str
+    kind: str
+    signature: str
+    start_line: int
+    end_line: int
+    callers: tuple[XRef, ...]
+    callees: tuple[XRef, ...]
+    launches: tuple[XRef, ...]
+    facts: tuple[FactMark, ...]
+    note: NoteView | None
+    more_callers: int  # callers not listed (a helper with hundreds of callers lists a few)
+    inline_notes: tuple[InlineNoteView, ...]
+    graph: CallGraph | None
+    source_url: str
+
+    @property
+    def caller_count(self) -> int:
+        return len(self.callers) + self.more_callers
+
+    @property
+    def annotated(self) -> bool:
+        return self.note is not None
+
+
+@dataclass(frozen=True)
+class CodeLink:
+    """A call in the code that links to the callee's definition."""
+
+    line: int
+    column: int  # 0-based, in bytes (tree-sitter's column), of the callee's name
+    name: str  # the identifier expected at that column
+    href: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Crumb:
+    label: str
+    href: str | None
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """Everything about one source page except its text (built in the main process)."""
+
+    page: str
+    root: str  # relative path back to the site root
+    upstream: str
+    upstream_title: str
+    path: str
+    language: str | None
+    source_url: str
+    commit: str
+    crumbs: tuple[Crumb, ...]
+    overview: TextView | None
+    functions: tuple[FunctionView, ...]  # by start line
+    links: tuple[CodeLink, ...]
+    facts: tuple[FactMark, ...]
+    legend: tuple[LegendEntry, ...]
+    diagnostics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CodeLine:
+    no: int
+    pieces: tuple[Piece, ...]
+    marks: tuple[FactMark, ...]
+    noted: bool  # an inline note is anchored here
+
+
+@dataclass(frozen=True)
+class Row:
+    """Consecutive code lines with at most one note beside them (the note's line first)."""
+
+    note: InlineNoteView | None
+    lines: tuple[CodeLine, ...]
+
+    @property
+    def first(self) -> int:
+        return self.lines[0].no if self.lines else 0
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of lines owned by one function (its innermost enclosing one) or by none.
+
+    `head` is True on the section that starts the function: it carries the heading,
+    the function-level notes and the call graph.
+    """
+
+    function: FunctionView | None
+    head: bool
+    rows: tuple[Row, ...]
+    extra_anchors: tuple[str, ...] = ()  # functions that start here but own no line of their own
+
+    @property
+    def lead_rows(self) -> int:
+        """Rows before the first one that carries an in-body note."""
+        for i, r in enumerate(self.rows):
+            if r.note is not None:
+                return i
+        return len(self.rows)
+
+
+@dataclass(frozen=True)
+class FilePage:
+    plan: FilePlan
+    sections: tuple[Section, ...]
+    line_count: int
+
+    @property
+    def root(self) -> str:
+        return self.plan.root
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    href: str
+    lines: int
+    functions: int
+    annotated: int
+    stale: int
+
+
+@dataclass(frozen=True)
+class Coverage:
+    functions: int
+    annotated: int
+    stale: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.annotated / self.functions if self.functions else 0.0
+
+
+@dataclass(frozen=True)
+class UpstreamView:
+    name: str
+    anchor: str
+    title: str
+    tag: str
+    commit: str
+    commit_url: str
+    render: tuple[str, ...]
+    coverage: Coverage
+    files: tuple[FileRow, ...]
+
+
+@dataclass(frozen=True)
+class CourseStepView:
+    number: int
+    id: str
+    anchor: str
+    title: str
+    text: TextView | None
+    refs: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class CourseView:
+    id: str
+    page: str
+    title: str
+    text: TextView | None
+    steps: tuple[CourseStepView, ...]
+
+
+@dataclass(frozen=True)
+class CourseLink:
+    title: str
+    href: str
+    steps: int
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    page: str
+    root: str
+    upstreams: tuple[UpstreamView, ...]
+    courses: tuple[CourseLink, ...]
+    diagnostics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CoursePage:
+    page: str
+    root: str
+    course: CourseView

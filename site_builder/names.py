@@ -1,0 +1,103 @@
+"""Every name the site derives — page paths, anchor ids, relative links — made in one place.
+
+Page paths are '/'-separated and relative to the output directory; links between pages are
+always relative (`rel_href`) so the site works from file:// and from any sub-path of a server.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+INDEX_PAGE = "index.html"
+SEARCH_INDEX = "search-index.js"
+ASSETS_DIR = "assets"
+MANIFEST = ".annotate-site.json"  # what the last build wrote, with the inputs' keys
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]+")
+
+
+SOURCE_DIR = "src/"
+COURSES_DIR = "courses/"
+
+
+def source_page(upstream: str, path: str) -> str:
+    """The page showing one upstream source file."""
+    return f"{SOURCE_DIR}{upstream}/{path}.html"
+
+
+def is_source_page(page: str) -> bool:
+    return page.startswith(SOURCE_DIR)
+
+
+def course_page(course_id: str) -> str:
+    return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}.html"
+
+
+def step_anchor(step_id: str) -> str:
+    """The id of a course step on its course page."""
+    return "step-" + _UNSAFE.sub("_", step_id)
+
+
+def asset_path(name: str) -> str:
+    return f"{ASSETS_DIR}/{name}"
+
+
+def upstream_anchor(upstream: str) -> str:
+    """The id of an upstream's section on the home page."""
+    return "up-" + _UNSAFE.sub("_", upstream)
+
+
+def line_anchor(line: int) -> str:
+    """The id of a source line: GitHub's `#L123` convention."""
+    return f"L{line}"
+
+
+def split_key(key: str) -> tuple[str, str, str, int]:
+    """Symbol.key "<upstream>:<qualified_name>@<path>:<start_line>" -> its four parts."""
+    ident, _, where = key.rpartition("@")
+    upstream, _, qname = ident.partition(":")
+    path, _, line = where.rpartition(":")
+    return upstream, qname, path, int(line)
+
+
+def symbol_anchor(key: str) -> str:
+    """The id of a function's heading on its file's page, from Symbol.key.
+
+    Readable and unique within the page: the unqualified name plus the start line
+    (two definitions of one name cannot start on the same line of one file, except
+    through macros, where the qualified name tells them apart).
+    """
+    _, qname, _, line = split_key(key)
+    name = qname.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+    return f"f-{_UNSAFE.sub('_', name)}-{line}"
+
+
+def symbol_href_target(key: str) -> tuple[str, str]:
+    """(page, anchor) where a function is shown."""
+    upstream, _, path, _ = split_key(key)
+    return source_page(upstream, path), symbol_anchor(key)
+
+
+def rel_href(from_page: str, to_page: str, anchor: str | None = None) -> str:
+    """A link from one page of the site to another (or to an anchor on the same page)."""
+    rel = "" if to_page == from_page else _relpath(from_page.rpartition("/")[0], to_page)
+    return f"{rel}#{anchor}" if anchor else (rel or "#")
+
+
+@lru_cache(maxsize=65536)
+def _relpath(from_dir: str, to_page: str) -> str:
+    # Both are '/'-separated paths relative to the site root (posixpath.relpath would
+    # consult the process's cwd on every call, which dominated planning time).
+    a = from_dir.split("/") if from_dir else []
+    b = to_page.split("/")
+    n = 0
+    while n < len(a) and n < len(b) - 1 and a[n] == b[n]:
+        n += 1
+    return "../" * (len(a) - n) + "/".join(b[n:])
+
+
+def root_prefix(page: str) -> str:
+    """The relative path from a page back to the output root ('' or '../../')."""
+    depth = page.count("/")
+    return "../" * depth

@@ -1,0 +1,188 @@
+"""The site in real headless Chromium (Debian's chromium + chromedriver, through Selenium),
+opened from file://: following a call, notes beside code, search, hostile annotations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from site_browser import available, chromium  # noqa: E402
+from site_support import DECODE, EVIL_MARKDOWN, NORM, UP, build_fixture_site  # noqa: E402
+
+from site_builder import names  # noqa: E402
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not available(), reason="needs /usr/bin/chromium and /usr/bin/chromedriver"),
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    from annotate.config import Config
+
+    tmp = tmp_path_factory.mktemp("site")
+    config = Config.load(environ={}, cache_dir=tmp / "cache")
+    build_fixture_site(config, tmp / "out")
+    return tmp / "out"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(1600, 1000) as d:
+        d.set_page_load_timeout(30)
+        yield d
+
+
+def _wait(driver, cond, timeout=10):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: cond(d))
+
+
+def _in_view(driver, el) -> bool:
+    return driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight;", el)
+
+
+def test_click_a_call_lands_on_its_definition(site, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / names.source_page(UP, DECODE)).as_uri())
+    assert browser.title.startswith("include/demo/decode.cuh")
+    # the call of RMSNorm on line 26 links to norm.cuh
+    link = browser.find_element(By.CSS_SELECTOR, "#L26 a")
+    assert link.text == "RMSNorm"
+    link.click()
+    _wait(browser, lambda d: d.current_url.endswith("norm.cuh.html#f-RMSNorm-31"))
+    target = browser.find_element(By.ID, "f-RMSNorm-31")
+    assert _in_view(browser, target) and "demo::RMSNorm" in target.text
+    # and on the same page, warp_sum's call jumps to its heading
+    browser.get((site / names.source_page(UP, DECODE)).as_uri())
+    browser.find_element(By.CSS_SELECTOR, "#L19 a").click()
+    _wait(browser, lambda d: d.current_url.endswith("#f-warp_sum-7"))
+    assert _in_view(browser, browser.find_element(By.ID, "f-warp_sum-7"))
+    # unresolved names are plain text, not dead links
+    assert not browser.find_elements(By.CSS_SELECTOR, "#L21 a")
+
+
+def test_annotation_beside_its_function(site, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / names.source_page(UP, NORM)).as_uri())
+    head = browser.find_element(By.ID, "f-RMSNormKernel-12")
+    note = browser.find_element(By.CSS_SELECTOR, "aside.note.fn")
+    code = browser.find_element(By.ID, "L13")
+    assert "warp reduction" in note.text
+    h, n, c = head.rect, note.rect, code.rect
+    assert n["x"] >= c["x"] + c["width"] - 5  # to the right of the code column
+    assert n["y"] < c["y"] + c["height"] and n["y"] + n["height"] > h["y"]  # level with the function
+    inline = browser.find_element(By.CSS_SELECTOR, "aside.note.in")
+    line = browser.find_element(By.ID, "L21")
+    assert abs(inline.rect["y"] - line.rect["y"]) < 30  # the in-body note is beside its line
+    assert "n" in line.get_attribute("class").split()
+    # a fact marker with its legend
+    assert browser.find_element(By.CSS_SELECTOR, "#L24 sup.fm").text == "B"
+    assert "barrier" in browser.find_element(By.CSS_SELECTOR, "dl.legend").text
+
+
+def test_narrow_screen_shows_notes_inline(site):
+    from selenium.webdriver.common.by import By
+
+    with chromium(700, 900) as d:
+        d.get((site / names.source_page(UP, NORM)).as_uri())
+        note = d.find_element(By.CSS_SELECTOR, "aside.note.in")
+        line = d.find_element(By.ID, "L21")
+        assert note.rect["y"] + note.rect["height"] <= line.rect["y"] + 2  # above its line, full width
+        assert note.rect["width"] > 400
+
+
+def test_search_reaches_rmsnormkernel(site, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get((site / names.source_page(UP, DECODE)).as_uri())
+    box = browser.find_element(By.ID, "q")
+    box.click()
+    box.send_keys("RMSNormKernel")
+    first = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#qr li a"))[0]
+    assert "demo::RMSNormKernel" in first.text
+    box.send_keys(Keys.ENTER)
+    _wait(browser, lambda d: d.current_url.endswith("norm.cuh.html#f-RMSNormKernel-12"))
+    _wait(browser, lambda d: d.execute_script("return document.readyState") == "complete")
+    assert _in_view(browser, browser.find_element(By.ID, "f-RMSNormKernel-12"))
+    # annotation text is searchable too
+    box = browser.find_element(By.ID, "q")
+    box.send_keys("toy dot product")
+    hit = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#qr li a"))[0]
+    assert "DecodeKernel" in hit.text
+
+
+def test_hostile_annotation_runs_nothing(tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from annotate.config import Config
+    from annotate.notes import model as M
+
+    def evil(index):
+        from annotate.notes.api import load_annotations
+        from site_support import ANNOTATIONS
+        import dataclasses
+
+        notes = load_annotations(config, index, root=ANNOTATIONS)
+        f0 = next(f for f in notes.files if f.path == NORM)
+        fn = dataclasses.replace(f0.functions[0], summary=M.Text(EVIL_MARKDOWN, EVIL_MARKDOWN),
+                                 calls={"<img src=x onerror=window.__pwned=7>": M.Text(EVIL_MARKDOWN)})
+        notes.files[notes.files.index(f0)] = dataclasses.replace(
+            f0, functions=(fn,), overview=M.Text("[x](javascript:window.__pwned=8) <script>window.__pwned=9</script>"))
+        return notes
+
+    config = Config.load(environ={}, cache_dir=tmp_path / "cache")
+    build_fixture_site(config, tmp_path / "out", annotations=evil)
+    url = (tmp_path / "out" / names.source_page(UP, NORM)).as_uri()
+    with chromium(1600, 1000) as d:
+        d.get(url)
+        n_links = len(d.find_elements(By.CSS_SELECTOR, "aside a, .overview a"))
+        for i in range(n_links):  # click every link in the notes: none may run anything
+            d.get(url)
+            a = d.find_elements(By.CSS_SELECTOR, "aside a, .overview a")[i]
+            if a.is_displayed():
+                a.click()
+                assert d.execute_script("return window.__pwned === undefined"), a.get_attribute("href")
+        d.get(url)
+        d.find_element(By.ID, "lang").click()  # show the zh copies too
+        assert d.execute_script("return window.__pwned === undefined")
+        assert d.execute_script("return document.querySelectorAll('img, iframe, object, embed').length") == 0
+        assert d.execute_script(
+            "return [...document.querySelectorAll('*')].filter(e => [...e.attributes].some("
+            "a => a.name.startsWith('on') || /^\\s*(javascript|data):/i.test(a.value))).length") == 0
+        assert len(d.find_elements(By.TAG_NAME, "script")) == 2
+        assert "window.__pwned" in d.find_element(By.CSS_SELECTOR, "aside.note.fn").text  # shown as text
+
+
+@pytest.mark.slow
+def test_real_decode_page(real_config, pinned, tmp_path):
+    """The real pins: flashinfer's decode.cuh with the project's own annotations."""
+    from selenium.webdriver.common.by import By
+
+    from site_builder.build import build_site
+
+    pinned("flashinfer")
+    pinned("flash-attention")
+    out = tmp_path / "real"
+    build_site(real_config, out)
+    page = out / names.source_page("flashinfer", "include/flashinfer/attention/decode.cuh")
+    with chromium(1600, 1000) as d:
+        d.get(page.as_uri())
+        note = d.find_element(By.CSS_SELECTOR, "aside.note.fn")
+        assert note.text.strip()
+        # follow the first call in a kernel's body and land on the callee's heading
+        link = d.find_element(By.CSS_SELECTOR, ".fg.an .c a[href*='#f-']")
+        anchor = link.get_attribute("href").rsplit("#", 1)[1]
+        link.click()
+        _wait(d, lambda dd: dd.current_url.endswith("#" + anchor))
+        assert _in_view(d, d.find_element(By.ID, anchor))

@@ -1,0 +1,197 @@
+"""The whole site build on the demo fixture through the real index and notes stages:
+outputs, incremental rebuilds, the CLI, `annotate serve`; and (slow) the real pins."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from site_support import ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site, demo_upstream  # noqa: E402
+
+from annotate.config import Config  # noqa: E402
+from site_builder import names  # noqa: E402
+from site_builder.build import build_site, input_stamp  # noqa: E402
+
+PINS_YAML = """upstreams:
+  demo:
+    title: Demo
+    url: https://example.invalid/demo.git
+    web: https://example.invalid/demo
+    tag: v0.1
+    commit: {commit}
+    paths: [include/]
+    render: [include/]
+    lock: locks/demo.json
+"""
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Config:
+    """A repository root holding the demo pin and a copy of the fixture annotations, with the
+    demo sources "fetched" into the cache: what `annotate build` sees on a real checkout."""
+    root = tmp_path / "repo"
+    (root / "vendor_kernels").mkdir(parents=True)
+    up = demo_upstream()
+    (root / "vendor_kernels" / "upstreams.yaml").write_text(PINS_YAML.format(commit=up.commit))
+    shutil.copytree(ANNOTATIONS, root / "annotations")
+    (root / "schema").mkdir()
+    config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=root)
+    shutil.copytree(SRC, config.checkout_dir(UP, up.commit))
+    _write_fetch_record(config, up)
+    return config
+
+
+def _write_fetch_record(config: Config, up) -> None:
+    """Mark the demo checkout as fetched, the way the fetch stage records it."""
+    import json
+
+    from annotate.fetch.api import FetchRecord
+
+    rec = FetchRecord(name=up.name, commit=up.commit, tag=up.tag, route="existing", source="tests", reason="fixture",
+                      root=config.checkout_dir(up.name, up.commit), fetched_at="2026-01-01T00:00:00Z", seconds=0.0,
+                      verified="commit", files=2)
+    config.fetch_record(up.name, up.commit).write_text(json.dumps(rec.to_json()))
+
+
+def test_fixture_site_outputs(tmp_config, tmp_path):
+    out = tmp_path / "site"
+    rep = build_fixture_site(tmp_config, out)
+    assert rep.pages_total == 2 and rep.pages_rendered == 2
+    for rel in (names.INDEX_PAGE, names.SEARCH_INDEX, names.source_page(UP, NORM), names.source_page(UP, DECODE),
+                names.course_page("demo-course"), "assets/base.css", "assets/search.js", "assets/site.js"):
+        assert (out / rel).is_file(), rel
+    # offline: nothing is loaded from elsewhere
+    for p in out.rglob("*.html"):
+        html = p.read_text()
+        assert 'src="http' not in html and '<link rel="stylesheet" href="http' not in html
+    norm = (out / names.source_page(UP, NORM)).read_text()
+    assert '<aside class="note fn"' in norm and "warp reduction" in norm  # real notes resolved by the notes stage
+    assert '<aside class="note in"' in norm and "Five butterfly steps" in norm
+    decode = (out / names.source_page(UP, DECODE)).read_text()
+    assert '<a href="norm.cuh.html#f-shfl_xor_sync-7">shfl_xor_sync</a>' in decode  # real index's call edges
+    assert '<div class="fg an stale"' in decode
+
+
+def test_incremental_rebuilds_only_what_changed(tmp_config, tmp_path):
+    out = tmp_path / "site"
+    build_fixture_site(tmp_config, out)
+    page = out / names.source_page(UP, DECODE)
+    before = page.stat().st_mtime_ns
+    rep = build_fixture_site(tmp_config, out)
+    assert rep.pages_rendered == 0 and rep.stats.written == 0
+    # Change the notes of norm.cuh only: one source page is rendered again.
+    from annotate.notes import model as M
+
+    def edited(index):
+        from annotate.notes.api import load_annotations
+
+        notes = load_annotations(tmp_config, index, root=ANNOTATIONS)
+        f0 = next(f for f in notes.files if f.path == NORM)
+        fn = f0.functions[0]
+        import dataclasses
+
+        new_fn = dataclasses.replace(fn, summary=M.Text("Edited summary."))
+        notes.files[notes.files.index(f0)] = dataclasses.replace(f0, functions=(new_fn,))
+        return notes
+
+    rep = build_fixture_site(tmp_config, out, annotations=edited)
+    assert rep.pages_rendered == 1
+    assert "Edited summary." in (out / names.source_page(UP, NORM)).read_text()
+    assert page.stat().st_mtime_ns == before  # untouched file, untouched bytes
+
+
+def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
+    out = tmp_path / "site"
+    rep = build_site(demo_repo, out, fetch=False)
+    assert not rep.noop and rep.pages_rendered == 2
+    rep = build_site(demo_repo, out, fetch=False)
+    assert rep.noop and rep.seconds < 0.5
+    stamp = input_stamp(demo_repo, {UP: demo_upstream()})
+    yaml_file = demo_repo.annotations_dir / UP / f"{NORM}.yaml"
+    yaml_file.write_text(yaml_file.read_text().replace("Five butterfly steps", "Five steps"))
+    assert input_stamp(demo_repo, {UP: demo_upstream()}) != stamp
+    rep = build_site(demo_repo, out, fetch=False)
+    assert not rep.noop and rep.pages_rendered == 1
+    assert "Five steps reduce" in (out / names.source_page(UP, NORM)).read_text()
+    # a deleted output is noticed and written again
+    (out / names.source_page(UP, DECODE)).unlink()
+    rep = build_site(demo_repo, out, fetch=False)
+    assert rep.pages_rendered == 1 and (out / names.source_page(UP, DECODE)).is_file()
+
+
+def test_cli_commands_registered():
+    from annotate.cli import build_parser
+
+    p = build_parser()
+    args = p.parse_args(["build", "--out", "x"])
+    assert args.func.__name__ == "cmd_build" and args.out == Path("x")
+    assert p.parse_args(["build"]).out is None  # -> ./_site (site_builder.build.DEFAULT_OUT)
+    args = p.parse_args(["serve", "--port", "0"])
+    assert args.func.__name__ == "cmd_serve" and args.port == 0
+
+
+def test_cli_build_runs_in_process(demo_repo, tmp_path, monkeypatch, capsys):
+    from site_builder.cli import cmd_build
+    import argparse
+
+    out = tmp_path / "cli-site"
+    monkeypatch.setattr("site_builder.build._ensure_fetched", lambda *a, **k: None)
+    args = argparse.Namespace(out=out, jobs=1, upstream=None, quiet=False)
+    assert cmd_build(args, demo_repo) == 0
+    assert "2 of 2 source pages rendered" in capsys.readouterr().out
+    assert cmd_build(args, demo_repo) == 0
+    assert "up to date" in capsys.readouterr().out
+
+
+def test_serve_rebuilds_and_bumps_the_stamp(demo_repo, tmp_path):
+    from annotate.index.api import index_directory
+    from site_builder.serve import STAMP_PATH, serve
+
+    out = tmp_path / "served"
+    ready, stop = threading.Event(), threading.Event()
+    index = index_directory(UP, SRC)
+    th = threading.Thread(target=serve, kwargs=dict(config=demo_repo, out_dir=out, port=0, jobs=1, ready=ready,
+                                                    stop=stop, index=index, pins={UP: demo_upstream()}), daemon=True)
+    th.start()
+    assert ready.wait(60)
+    base = f"http://127.0.0.1:{ready.port}"
+    try:
+        assert b"Reading FlashInfer" in urllib.request.urlopen(base + "/index.html", timeout=10).read()
+        stamp = urllib.request.urlopen(base + STAMP_PATH, timeout=10).read()
+        yaml_file = demo_repo.annotations_dir / UP / f"{NORM}.yaml"
+        yaml_file.write_text(yaml_file.read_text().replace("Five butterfly steps", "Served edit,"))
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if urllib.request.urlopen(base + STAMP_PATH, timeout=10).read() != stamp:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the build stamp did not change after an annotation was saved")
+        page = urllib.request.urlopen(base + "/" + names.source_page(UP, NORM), timeout=10).read().decode()
+        assert "Served edit," in page
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.2:{ready.port}/index.html", timeout=2)  # 127.0.0.1 only
+    finally:
+        stop.set()
+        th.join(10)
+
+
+@pytest.mark.slow
+def test_real_pins_site(real_config, pinned, tmp_path):
+    pinned("flashinfer")
+    pinned("flash-attention")
+    out = tmp_path / "real"
+    rep = build_site(real_config, out)
+    assert rep.pages_total > 1000
+    decode = (out / names.source_page("flashinfer", "include/flashinfer/attention/decode.cuh")).read_text()
+    assert '<aside class="note fn"' in decode  # the first real annotation set is visible
+    assert (out / names.source_page("flash-attention", "hopper/flash_fwd_kernel_sm90.h")).is_file()
+    assert (out / names.source_page("flashinfer", "flashinfer/jit/core.py")).is_file()

@@ -1,0 +1,219 @@
+"""The site's page model and templates on the demo fixture (tests/data/site).
+
+Snapshot-ish, two artefacts per page: a text dump of the model (tests/data/site/snapshots/
+*.model.txt) and assertions on the HTML. Regenerate the dumps after an intended change with
+`ANNOTATE_UPDATE_SNAPSHOTS=1 pytest tests/test_site_model.py` (or run this file directly).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from site_support import (  # noqa: E402
+    DATA, DECODE, EVIL_MARKDOWN, NORM, UP, FixtureIndex, demo_annotations, demo_upstream, dump_page,
+)
+
+from site_builder import names, pages  # noqa: E402
+from site_builder.code import build_page  # noqa: E402
+from site_builder.graph import GNode, layout  # noqa: E402
+from site_builder.highlight import _grammar, highlight  # noqa: E402
+from site_builder.markdown import render_markdown  # noqa: E402
+from site_builder.render import render_course, render_file, render_index, render_search_index  # noqa: E402
+
+SNAPSHOTS = DATA / "snapshots"
+
+
+def _page(path: str, **kw):
+    index = FixtureIndex()
+    ctx = pages.make_context(index, demo_annotations(index, **kw), {UP: demo_upstream()})
+    plan = pages.plan_file(ctx, UP, path)
+    text = index.source(UP, path)
+    return ctx, build_page(plan, text, highlight(text, "cuda"))
+
+
+def _check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("ANNOTATE_UPDATE_SNAPSHOTS") or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed; set ANNOTATE_UPDATE_SNAPSHOTS=1 if intended"
+
+
+@pytest.mark.parametrize("path", [NORM, DECODE])
+def test_model_snapshot(path):
+    _, page = _page(path, stale_decode=True)
+    _check_snapshot(Path(path).name + ".model.txt", dump_page(page))
+
+
+def test_sections_follow_functions_and_notes():
+    _, page = _page(NORM)
+    heads = [s.function.name for s in page.sections if s.head]
+    assert heads == ["shfl_xor_sync", "RMSNormKernel", "RMSNorm"]
+    kernel = next(s for s in page.sections if s.head and s.function.name == "RMSNormKernel")
+    # The in-body note opens a new row at its line, beside the code it explains.
+    noted = [r for r in kernel.rows if r.note]
+    assert len(noted) == 1 and "sum_sq += math::shfl_xor_sync" in "".join(t for _, t, _ in noted[0].lines[0].pieces)
+    assert kernel.lead_rows == 1
+    # Every line of the file appears exactly once, in order.
+    nos = [ln.no for s in page.sections for r in s.rows for ln in r.lines]
+    assert nos == list(range(1, page.line_count + 1))
+
+
+def test_file_page_html():
+    _, page = _page(NORM)
+    html = render_file(page)
+    # stable line anchors and function anchors
+    for n in (1, 12, page.line_count):
+        assert f"<p id=L{n}>" in html or f"<p id=L{n} class=n>" in html
+    assert 'id="f-RMSNormKernel-12"' in html and 'id="f-shfl_xor_sync-7"' in html
+    # source text is escaped, never interpreted
+    assert "<b>not markup</b>" not in html and "&lt;b&gt;not markup&lt;/b&gt;" in html
+    assert "&lt;/b&gt; &amp; more" in html and "&lt;<b>typename</b>" in html
+    # the annotation sits beside its function, with the note's Markdown rendered
+    assert '<aside class="note fn"' in html and "<strong>warp reduction</strong>" in html
+    assert '<aside class="note in"' in html and "Five butterfly steps" in html
+    # a call links to its definition (same page), the launch edge is marked
+    assert '<a href="#f-shfl_xor_sync-7">shfl_xor_sync</a>' in html
+    assert 'class="e launch"' in html
+    # memory facts: markers on their lines and a legend
+    assert re.search(r'<p id=L14>.*?<sup class="fm fc1" title="shared-static: [^"]*">S</sup>', html)
+    assert '<dl class="legend">' in html
+    # unresolved names stay plain text in the code
+    assert "rsqrtf</a>" not in html
+
+
+def test_cross_file_links_and_unresolved_names():
+    _, page = _page(DECODE, stale_decode=True)
+    html = render_file(page)
+    assert '<a href="norm.cuh.html#f-shfl_xor_sync-7">shfl_xor_sync</a>' in html
+    assert '<a href="norm.cuh.html#f-RMSNorm-31">RMSNorm</a>' in html
+    assert "undefined_helper</a>" not in html and "undefined_helper(out)" in html
+    # the stale note is visibly marked
+    assert '<div class="fg an stale"' in html and "changed since the note was written" in html
+
+
+def _elements(html: str) -> list[tuple[str, dict]]:
+    from html.parser import HTMLParser
+
+    found = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, dict(attrs)))
+
+    P().feed(html)
+    return found
+
+
+def assert_inert(html: str) -> None:
+    """No script or image element, no event-handler attribute, no script/data URL."""
+    for tag, attrs in _elements(html):
+        assert tag not in ("script", "img", "iframe", "object", "embed"), tag
+        for k, v in attrs.items():
+            assert not k.startswith("on"), (tag, k)
+            if k in ("href", "src", "action", "xlink:href"):
+                assert not (v or "").strip().lower().startswith(("javascript:", "data:", "vbscript:")), (tag, v)
+
+
+def test_code_text_escaping():
+    from site_builder.code import escape_attr, escape_text, line_pieces
+    from site_builder.model import CodeLink
+
+    assert escape_text('a < b && c > "d"') == 'a &lt; b &amp;&amp; c &gt; "d"'
+    assert escape_attr('x"><script>&') == "x&quot;&gt;&lt;script&gt;&amp;"
+    pieces = line_pieces('f<int>(x) && "<s>"', ((10, 18, "s"),), [CodeLink(1, 0, "f", 'p.html#a"b', "f")], None)
+    assert pieces == (("", "f", 'p.html#a&quot;b'), ("", "&lt;int&gt;(x) ", None), ("", "&amp;&amp; ", None),
+                      ("s", '"&lt;s&gt;"', None)) or "".join(t for _, t, _ in pieces) == 'f&lt;int&gt;(x) &amp;&amp; "&lt;s&gt;"'
+
+
+def test_hostile_annotation_is_neutralised():
+    _, page = _page(NORM, evil=True)
+    html = render_file(page)
+    aside = html[html.index('<aside class="note fn"'):]
+    aside = aside[: aside.index("</aside>")]
+    assert "window.__pwned" in aside  # the text is shown ...
+    assert_inert(aside)  # ... and nothing in it can run
+    scripts = [a.get("src") for t, a in _elements(html) if t == "script"]
+    assert scripts == ["../../../../assets/site.js", "../../../../assets/search.js"]
+
+
+def test_markdown_sanitiser():
+    html = str(render_markdown(EVIL_MARKDOWN + "\n\n# Title\n\n[ok](https://example.org) <b onclick=x>b</b>"))
+    assert_inert(html)
+    assert '<a href="https://example.org" rel="noopener noreferrer">ok</a>' in html
+    assert "<h4>Title</h4>" in html  # headings are demoted below the page's own
+
+
+def test_index_course_and_search():
+    index = FixtureIndex()
+    ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()})
+    idx = pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
+    up = idx.upstreams[0]
+    assert (up.coverage.functions, up.coverage.annotated) == (6, 2)
+    html = render_index(idx)
+    assert 'href="https://example.invalid/demo/tree/' in html  # the pin links to its commit
+    assert 'href="src/demo/include/demo/norm.cuh.html"' in html
+    assert 'href="courses/demo-course.html"' in html
+    course = pages.course_page(ctx, next(iter(ctx.courses.values())))
+    chtml = render_course(course)
+    assert 'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"' in chtml
+    assert '<span class="unres" title="not found in the index">demo:no::such_thing</span>' in chtml
+    js = render_search_index(pages.search_data(ctx))
+    assert js.startswith("window.ANNOTATE_SEARCH=") and "demo::RMSNormKernel" in js and "</script" not in js
+
+
+def test_names():
+    key = "flashinfer:flashinfer::norm::RMSNormKernel@include/flashinfer/norm.cuh:42"
+    assert names.split_key(key) == ("flashinfer", "flashinfer::norm::RMSNormKernel", "include/flashinfer/norm.cuh", 42)
+    assert names.symbol_anchor(key) == "f-RMSNormKernel-42"
+    assert names.symbol_anchor("x:a::operator()@a.h:3") == "f-operator_-3"
+    assert names.source_page("flashinfer", "include/a.cuh") == "src/flashinfer/include/a.cuh.html"
+    assert names.rel_href("src/u/include/x/a.html", "src/u/include/y/b.html", "L3") == "../y/b.html#L3"
+    assert names.rel_href("src/u/a.html", "src/u/a.html", "L3") == "#L3"
+    assert names.rel_href("index.html", "src/u/a.html") == "src/u/a.html"
+    assert names.rel_href("courses/c.html", "index.html") == "../index.html"
+    assert names.root_prefix("src/u/include/a.html") == "../../../"
+
+
+def test_queries_compile_against_pinned_grammars():
+    for lang in ("cuda", "python"):
+        _grammar(lang)
+    toks = highlight('__global__ void k() { int x = 1; /* c */ return; }\n', "cuda")[0]
+    classes = {c for _, _, c in toks}
+    assert {"m", "t", "f", "n", "c", "k"} <= classes
+    py = highlight("def f(x):\n    return 'a'  # c\n", "python")
+    assert ("f" in {c for _, _, c in py[0]}) and {"s", "c"} <= {c for _, _, c in py[1]}
+
+
+def test_non_ascii_columns():
+    text = 'int a = 1; // é ü\nconst char* s = "ß"; int b = 2;\n'
+    toks = highlight(text, "cuda")
+    line = text.split("\n")[1]
+    assert any(line[a:b] == "2" and c == "n" for a, b, c in toks[1])
+
+
+def test_graph_layout_layers_do_not_overlap():
+    nodes = [GNode("s", "self", "", None, "self", 0)] + [
+        GNode(f"c{i}", f"caller_{i}", "", "#", "caller", -1) for i in range(14)] + [
+        GNode(f"d{i}", f"callee_{i}", "", None, "callee", 1) for i in range(3)]
+    edges = [(f"c{i}", "s", "call") for i in range(14)] + [("s", "d0", "launch"), ("s", "d1", "call"), ("s", "d2", "call")]
+    g = layout(nodes, edges)
+    assert any(n.role == "more" for n in g.nodes)  # 14 callers fold into 8 + "+6 more"
+    boxes = [(n.x, n.y, n.x + n.w, n.y + n.h) for n in g.nodes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+    assert all(0 <= n.x and n.x + n.w <= g.width and n.y + n.h <= g.height for n in g.nodes)
+    assert sum(e.kind == "launch" for e in g.edges) == 1
+
+
+if __name__ == "__main__":
+    os.environ["ANNOTATE_UPDATE_SNAPSHOTS"] = "1"
+    sys.exit(pytest.main([__file__, "-q"]))
