@@ -377,3 +377,18 @@ def test_two_entries_for_one_definition(tmp_config, index, root):
     r = check(tmp_config, index, root, HEAD + "functions:\n  demo::norm::warp_reduce: {}\n  demo::norm::warp_reduce@again: {}\n")
     d = only(r, "duplicate-entry")
     assert d.line == 6 and "line 5" in d.message
+
+
+def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(tmp_config, index, root, monkeypatch):
+    # The archive route ships no hopper/ headers: notes on them cannot be checked there, which
+    # is a warning, while a path that is not in the pin at all stays an error.
+    import annotate.fetch.api as fetch_api
+
+    absent = "include/demo/hopper.cuh"
+    monkeypatch.setattr(fetch_api, "missing_paths", lambda config, name: frozenset({absent}) if name == UP else frozenset())
+    write_annotation(root, UP, absent, f"upstream: {UP}\npath: {absent}\nfunctions:\n  demo::f: {{summary: x}}\n",
+                     config=tmp_config)
+    r = check(tmp_config, index, root, f"upstream: {UP}\npath: include/demo/nrom.cuh\n", name="include/demo/nrom.cuh")
+    assert only(r, "not-in-checkout").severity == "warning"
+    assert only(r, "missing-file").severity == "error"
+    assert r.counts()["unchecked"] == 1 and r.counts()["broken"] == 0

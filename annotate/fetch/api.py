@@ -155,6 +155,19 @@ def fetched_root(config: Config, name: str) -> Path | None:
     return rec.root if rec else None
 
 
+def missing_paths(config: Config, name: str) -> frozenset[str]:
+    """Checkout-relative paths that belong to the pin (its lock lists them) but that the route it
+    was fetched by could not supply (e.g. most of hopper/ from the flash-attn sdist). Empty when
+    not fetched or complete."""
+    ups = load_upstreams(config)
+    if name not in ups:
+        return frozenset()
+    rec = read_record(config, ups[name])
+    if rec is None:
+        return frozenset()
+    return frozenset(rec.missing) | frozenset(m for s in rec.submodules for m in s.missing)
+
+
 # ---- fetching -----------------------------------------------------------------------------------
 def _select(config: Config, names) -> list[Upstream]:
     ups = load_upstreams(config)

@@ -28,6 +28,9 @@ SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py", ".inl")
 
 # Per-function outcome in a check: what the summary line counts.
 OUT_OK, OUT_STALE, OUT_BROKEN = "ok", "stale", "broken"
+# The file is part of the pin but the checkout lacks it (the archive route ships no hopper/
+# headers): its notes cannot be checked here, which is not the reviewer's error.
+OUT_UNCHECKED = "unchecked"
 
 
 # ---- locating files ----------------------------------------------------------------------
@@ -127,7 +130,7 @@ class Outcome:
 
     file: str
     name: str
-    outcome: str  # OUT_OK | OUT_STALE | OUT_BROKEN
+    outcome: str  # OUT_OK | OUT_STALE | OUT_BROKEN | OUT_UNCHECKED
     note: M.FunctionNote | None = None
 
 
@@ -303,6 +306,7 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
                                     detail=f"move the file, or correct upstream:/path: (found at {rel})"))
     # The upstream and the file.
     source_ok = False
+    unchecked = False
     if file_ok:
         known = list(_safe(index.upstreams, default=[]) or [])
         why = check_upstream_path(upstream, path)
@@ -327,6 +331,13 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
         elif why:
             line, col = _pos(loaded, ("path",))
             diags.append(Diagnostic("error", why, file=disp, line=line, column=col, code="path-outside"))
+        elif not index_has_file(index, upstream, path) and path in _absent_from_checkout(config, upstream):
+            line, col = _pos(loaded, ("path",))
+            diags.append(Diagnostic("warning", f"{path} is part of the {upstream} pin but this checkout lacks it "
+                                    "(the route it was fetched by does not ship it); its notes are not checked",
+                                    file=disp, line=line, column=col, code="not-in-checkout",
+                                    detail="`annotate fetch --via git --force` fetches the whole pin"))
+            unchecked = True
         elif not index_has_file(index, upstream, path):
             line, col = _pos(loaded, ("path",))
             paths = index_paths(index, upstream)
@@ -352,6 +363,8 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
             fn, fdiags, outcome, refresh = None, [_internal(disp, exc)], OUT_BROKEN, None
             line, col = _pos(loaded, fpath, key=True)
             fdiags = [Diagnostic(d.severity, d.message, d.file, line, col, d.code, name, d.detail) for d in fdiags]
+        if unchecked and outcome == OUT_BROKEN and not any(d.severity == "error" for d in fdiags):
+            outcome = OUT_UNCHECKED
         diags.extend(fdiags)
         if fn is not None:
             notes.append(fn)
@@ -375,6 +388,14 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
     return M.AnnotationFile(file=disp, upstream=upstream, path=path, overview=overview,
                             functions=tuple(notes), diagnostics=tuple(diags))
+
+
+def _absent_from_checkout(config, upstream: str) -> frozenset[str]:
+    try:
+        from annotate.fetch.api import missing_paths
+    except ImportError:
+        return frozenset()
+    return missing_paths(config, upstream)
 
 
 def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, source_ok, opts):
@@ -573,7 +594,19 @@ def _load_course(config: Config, index, p: Path, disp: str, opts: Options):
             why = _ref_problem(index, ref)
             if why:
                 line, col = _pos(loaded, ("steps", i, "refs", j))
-                diags.append(Diagnostic("error", why, file=disp, line=line, column=col, code="bad-ref"))
+                up, _, rest = ref.partition(":")
+                absent = _absent_from_checkout(config, up) if up else frozenset()
+                if rest in absent:
+                    diags.append(Diagnostic("warning", f"ref '{ref}': part of the pin but not in this checkout "
+                                            "(the route it was fetched by does not ship it); not checked",
+                                            file=disp, line=line, column=col, code="not-in-checkout"))
+                elif absent and "/" not in rest and not rest.endswith(SOURCE_SUFFIXES):
+                    diags.append(Diagnostic("warning", f"{why}; this checkout lacks {len(absent)} files of the "
+                                            "pin, which may define it: not checked",
+                                            file=disp, line=line, column=col, code="not-in-checkout",
+                                            detail="`annotate fetch --via git --force` fetches the whole pin"))
+                else:
+                    diags.append(Diagnostic("error", why, file=disp, line=line, column=col, code="bad-ref"))
         steps.append(M.CourseStep(id=st.id, title=_text(st.title), text=_text(st.text), refs=tuple(st.refs)))
     course = M.Course(id=doc.id, title=_text(doc.title), text=_text(doc.text), steps=tuple(steps), file=disp)
     return course, diags

@@ -31,7 +31,7 @@ class CheckReport:
 
     def counts(self) -> dict[str, int]:
         c = {"files": self.files, "functions": 0, "ok": 0, "stale": 0, "broken": 0,
-             "unfingerprinted": 0, "errors": 0, "warnings": 0}
+             "unchecked": 0, "unfingerprinted": 0, "errors": 0, "warnings": 0}
         for o in self.result.outcomes:
             if o.name == "(file)":
                 continue
@@ -53,6 +53,8 @@ class CheckReport:
     def summary_line(self) -> str:
         c = self.counts()
         new = f", {c['unfingerprinted']} without fingerprint" if c["unfingerprinted"] else ""
+        if c["unchecked"]:
+            new += f", {c['unchecked']} unchecked (file not in this checkout)"
         idx = f" + index {self.index_seconds:.2f} s" if self.index_seconds is not None else ""
         return (f"{c['files']} files, {c['functions']} functions: {c['ok']} ok, {c['stale']} stale, "
                 f"{c['broken']} broken{new}; {c['errors']} errors, {c['warnings']} warnings "
