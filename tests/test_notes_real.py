@@ -36,7 +36,11 @@ def test_real_set_model_is_resolved(real_config, real_index):
     aset = load_annotations(real_config, real_index)
     if not aset.files:
         pytest.skip("no annotation files on this branch yet")
+    from annotate.fetch.api import missing_paths
+
     for fn in aset.functions():
+        if fn.path in missing_paths(real_config, fn.upstream):
+            continue  # part of the pin, absent from a partial (archive) checkout: checked as "unchecked"
         assert fn.symbol is not None and fn.resolved, fn.qualified_name
         assert aset.for_symbol(fn.symbol) is not None
         for n in fn.notes:
