@@ -341,6 +341,7 @@ class IndexPage:
     courses: tuple[CourseLink, ...]
     diagnostics: tuple[str, ...]
     runs: tuple[RunnableRow, ...] = ()
+    runs_anchor: str = ""  # names.runnable_anchor()
 
 
 @dataclass(frozen=True)
@@ -432,4 +433,5 @@ class RunsView:
 class RunsPage:
     page: str
     root: str
+    home: str  # the home page's "Runnable kernels" section
     runs: RunsView

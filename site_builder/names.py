@@ -40,6 +40,11 @@ def runs_page(kernel: str) -> str:
     return f"{RUNS_DIR}{_UNSAFE.sub('_', kernel)}.html"
 
 
+def runnable_anchor() -> str:
+    """The id of the "Runnable kernels" section on the home page."""
+    return "runnable"
+
+
 def record_anchor(number: int) -> str:
     """The id of one record's section on a runs page (1-based, in page order)."""
     return f"rec-{number}"

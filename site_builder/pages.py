@@ -131,7 +131,7 @@ def make_context(index, annotations, upstreams: dict, only: list[str] | None = N
             spec = kr.spec
             found = []
             for qname in (*spec.symbols, *spec.launchers):
-                keys = _spec_symbol_keys(ctx, spec.upstream, qname)
+                keys = _spec_symbol_keys(ctx, spec.upstream, qname, getattr(kr, "includes", ()))
                 found.append((qname, keys))
                 for k in keys:
                     if spec.name not in ctx.harness_of[k]:
@@ -155,13 +155,17 @@ def make_context(index, annotations, upstreams: dict, only: list[str] | None = N
     return ctx
 
 
-def _spec_symbol_keys(ctx: SiteContext, upstream: str, qname: str) -> tuple[str, ...]:
-    """The rendered definitions a harness spec's symbol names (exact qualified name first)."""
+def _spec_symbol_keys(ctx: SiteContext, upstream: str, qname: str, includes=()) -> tuple[str, ...]:
+    """The rendered definitions a harness spec's symbol names: exact qualified name first;
+    of several, those in a header the harness includes directly when there are any."""
     try:
         found = ctx.index.find(qname, upstream=upstream)
     except Exception:  # an unknown name stays plain text
         return ()
     exact = [s for s in found if s.qualified_name == qname] or found
+    direct = [s for s in exact if any(s.path == i or s.path.endswith("/" + i) for i in includes)]
+    if len({s.path for s in exact}) > 1 and direct:
+        exact = direct
     return tuple(s.key for s in exact if s.key in ctx.symbols)
 
 
@@ -528,7 +532,8 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
                                len(c.steps or ())) for c in ctx.courses.values())
     diags = tuple(_diagnostic_text(d) for d in (getattr(ctx.annotations, "diagnostics", None) or ()))
     diags += tuple(ctx.runs_problems)
-    return IndexPage(page, names.root_prefix(page), tuple(ups), courses, diags, runnable_rows(ctx, page))
+    return IndexPage(page, names.root_prefix(page), tuple(ups), courses, diags, runnable_rows(ctx, page),
+                     names.runnable_anchor())
 
 
 def course_page(ctx: SiteContext, course) -> CoursePage:
@@ -724,7 +729,8 @@ def runs_page(ctx: SiteContext, kr) -> RunsPage:
         records=tuple(_record_view(ctx, i + 1, rf) for i, rf in enumerate(kr.records)),
         problems=tuple(kr.problems),
     )
-    return RunsPage(page, names.root_prefix(page), view)
+    return RunsPage(page, names.root_prefix(page),
+                    names.rel_href(page, names.INDEX_PAGE, names.runnable_anchor()), view)
 
 
 def runnable_rows(ctx: SiteContext, page: str) -> tuple[RunnableRow, ...]:

@@ -13,6 +13,7 @@ Which records (paths from `annotate.config`):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,23 @@ class KernelRuns:
     spec: Any  # annotate.harness.spec.KernelSpec
     records: tuple[RecordFile, ...]
     problems: tuple[str, ...] = ()  # records that could not be read
+    includes: tuple[str, ...] = ()  # `#include <...>` paths of the harness's own sources and headers
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+
+def harness_includes(spec) -> tuple[str, ...]:
+    """The headers the harness's own files include: they tell which upstream definition of an
+    overloaded name (e.g. the sm90 and the generic `SinglePrefillWithKVCacheDispatched`) it runs."""
+    found: list[str] = []
+    for rel in (*spec.sources, *spec.headers):
+        try:
+            text = (spec.folder / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found += [m for m in _INCLUDE.findall(text) if m not in found]
+    return tuple(found)
 
 
 def _device_dirs(config: Config) -> list[str]:
@@ -91,7 +109,7 @@ def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
                 bad.append(f"{path.name}: not a record")
                 continue
             recs.append(RecordFile(source, ddir, path, rec))
-        runs.append(KernelRuns(spec, tuple(recs), tuple(bad)))
+        runs.append(KernelRuns(spec, tuple(recs), tuple(bad), harness_includes(spec)))
     return runs, problems
 
 

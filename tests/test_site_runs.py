@@ -152,6 +152,18 @@ def test_harness_without_a_spec_stays_plain_text(runs_config, tmp_path):
     assert kern.note.harness.href is None and not kern.harnesses
 
 
+def test_overloads_prefer_the_header_the_harness_includes():
+    from types import SimpleNamespace as NS
+
+    a = NS(key="demo:f@include/demo/a.cuh:1", qualified_name="demo::f", path="include/demo/a.cuh")
+    b = NS(key="demo:f@include/demo/hopper/b.cuh:1", qualified_name="demo::f", path="include/demo/hopper/b.cuh")
+    index = NS(find=lambda name, upstream=None: [a, b])
+    ctx = pages.SiteContext(index=index, annotations=None, upstreams={}, symbols={a.key: a, b.key: b})
+    assert pages._spec_symbol_keys(ctx, "demo", "demo::f", ("demo/a.cuh",)) == (a.key,)
+    assert pages._spec_symbol_keys(ctx, "demo", "demo::f", ("other.h",)) == (a.key, b.key)
+    assert pages._spec_symbol_keys(ctx, "demo", "demo::f") == (a.key, b.key)
+
+
 # ---- templates --------------------------------------------------------------------------------
 
 def test_runs_page_html_escapes_record_fields(runs_config):
@@ -161,6 +173,7 @@ def test_runs_page_html_escapes_record_fields(runs_config):
     html = render.render_runs(pages.runs_page(ctx, ctx.runs[0]))
     assert "<script>" not in html and "<img" not in html and "<b>x</b>" not in html
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert '<a href="../index.html#runnable">runnable kernels</a>' in html
     assert 'class="record local' in html and '<span class="badge local">local</span>' in html
     for text in ("annotate run rmsnorm", "NVIDIA H200", "2035 GB/s", "68%", "1.00×", "cold compile 29.8 s",
                  "cache hit: no", "copy 3004 GB/s", "bf16 matmul 797 TFLOP/s", "rel L2 ≤ 2e-03",
@@ -245,3 +258,5 @@ def test_real_committed_records_render(pinned, real_config):
         assert "NVIDIA H200" in html and "annotate run " + kr.spec.name in html
     decode = next(s for s in index.find("SingleDecodeWithKVCacheKernel", upstream="flashinfer") if s.key in ctx.symbols)
     assert ctx.harness_of[decode.key] == ["decode_kernel"]
+    # the sm90 overload of SinglePrefillWithKVCacheDispatched is not what the harness includes
+    assert not [k for k in ctx.harness_of if "/hopper/" in k], [k for k in ctx.harness_of if "/hopper/" in k]
