@@ -260,3 +260,30 @@ def test_real_committed_records_render(pinned, real_config):
     assert ctx.harness_of[decode.key] == ["decode_kernel"]
     # the sm90 overload of SinglePrefillWithKVCacheDispatched is not what the harness includes
     assert not [k for k in ctx.harness_of if "/hopper/" in k], [k for k in ctx.harness_of if "/hopper/" in k]
+
+
+# ---- in the browser -----------------------------------------------------------------------------
+
+@pytest.mark.browser
+def test_runs_page_in_chromium(runs_config, tmp_path):
+    from site_browser import available, chromium
+
+    if not available():
+        pytest.skip("needs /usr/bin/chromium and /usr/bin/chromedriver")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _local_record(runs_config, "20261122T080000Z", device={"name": HOSTILE}, fatal=HOSTILE)
+    out = tmp_path / "site"
+    build_fixture_site(runs_config, out)
+    with chromium(1400, 1000) as d:
+        d.get((out / names.source_page(UP, NORM)).as_uri())
+        d.find_element(By.CSS_SELECTOR, "a.badge.run").click()  # "runs in harness rmsnorm"
+        WebDriverWait(d, 10).until(lambda d: d.current_url.endswith("runs/rmsnorm.html"))
+        assert d.execute_script("return window.__pwned === undefined")
+        assert d.execute_script("return document.querySelectorAll('img').length") == 0
+        records = d.find_elements(By.CSS_SELECTOR, "section.record")
+        assert len(records) == 3 and "local" in records[2].get_attribute("class")
+        assert HOSTILE in records[2].find_element(By.TAG_NAME, "h2").text  # shown as text
+        d.find_element(By.LINK_TEXT, "demo::RMSNormKernel").click()
+        WebDriverWait(d, 10).until(lambda d: d.current_url.endswith("norm.cuh.html#f-RMSNormKernel-12"))
