@@ -24,16 +24,21 @@ POLL_S = 0.4
 
 
 def watched_stamp(config) -> tuple:
-    """Stats of everything a save can change: annotation files, templates, assets."""
-    out = []
+    """Stats of everything a save can change: annotation files, templates, assets, and the
+    harness specs and run records (a finished `annotate run` shows up on its runs page)."""
+    from site_builder.runs import stat_paths
+
+    paths = []
     for d in (config.annotations_dir, render.TEMPLATES_DIR, render.ASSETS_SRC):
         if d.is_dir():
-            for p in sorted(d.rglob("*")):
-                try:
-                    st = p.stat()
-                    out.append((str(p), st.st_mtime_ns, st.st_size))
-                except OSError:
-                    pass
+            paths += sorted(d.rglob("*"))
+    out = []
+    for p in paths + stat_paths(config):
+        try:
+            st = p.stat()
+            out.append((str(p), st.st_mtime_ns, st.st_size))
+        except OSError:
+            pass
     return tuple(out)
 
 
