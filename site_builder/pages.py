@@ -675,11 +675,11 @@ def _timing_views(record: dict) -> tuple[TimingView, ...]:
     return tuple(out)
 
 
-def _record_view(ctx: SiteContext, number: int, rf) -> RecordView:
+def _record_view(number: int, rf, repo_root) -> RecordView:
     r = rf.record
     dev, build, peaks = _d(r.get("device")), _d(r.get("build")), _d(r.get("peaks"))
     try:
-        where = rf.path.relative_to(ctx_repo_root(ctx)).as_posix() if rf.source == "committed" else str(rf.path)
+        where = rf.path.relative_to(repo_root).as_posix() if rf.source == "committed" else str(rf.path)
     except ValueError:
         where = str(rf.path)
     cached = build.get("cached")
@@ -700,9 +700,9 @@ def _record_view(ctx: SiteContext, number: int, rf) -> RecordView:
     )
 
 
-def ctx_repo_root(ctx: SiteContext):
-    """The repository the specs live in (two levels above a spec's folder)."""
-    return ctx.runs[0].spec.folder.parent.parent if ctx.runs else None
+def _repo_root(spec):
+    """The repository a spec lives in (`<repo>/vendor_kernels/<kernel>/spec.yaml`)."""
+    return spec.folder.parent.parent
 
 
 def runs_page(ctx: SiteContext, kr) -> RunsPage:
@@ -718,15 +718,15 @@ def runs_page(ctx: SiteContext, kr) -> RunsPage:
         return tuple(out)
 
     try:
-        spec_path = spec.spec_file.relative_to(ctx_repo_root(ctx)).as_posix()
-    except (TypeError, ValueError):
+        spec_path = spec.spec_file.relative_to(_repo_root(spec)).as_posix()
+    except ValueError:
         spec_path = str(spec.spec_file)
     view = RunsView(
         kernel=spec.name, title=spec.title, upstream=spec.upstream,
         symbols=links(spec.symbols), launchers=links(spec.launchers),
         command=f"annotate run {spec.name}", baseline=spec.baseline, notes=spec.notes.strip(),
         bound=spec.bound, dtypes=tuple(spec.dtypes), spec_path=spec_path,
-        records=tuple(_record_view(ctx, i + 1, rf) for i, rf in enumerate(kr.records)),
+        records=tuple(_record_view(i + 1, rf, _repo_root(spec)) for i, rf in enumerate(kr.records)),
         problems=tuple(kr.problems),
     )
     return RunsPage(page, names.root_prefix(page),

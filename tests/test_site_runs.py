@@ -9,6 +9,7 @@ Local records are written into a temporary cache by the tests themselves.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from site_support import DATA, NORM, UP, FixtureIndex, build_fixture_site, demo_annotations, demo_upstream  # noqa: E402
+from site_support import (  # noqa: E402
+    DATA, NORM, UP, FixtureIndex, build_fixture_site, demo_annotations, demo_upstream,
+)
 
 from annotate.config import Config  # noqa: E402
 from site_builder import names, pages, render  # noqa: E402
@@ -72,7 +75,8 @@ def test_site_modules_do_not_import_torch(runs_config):
     code = ("import sys; from pathlib import Path; from annotate.config import Config; "
             "import site_builder.build, site_builder.pages, site_builder.render; "
             "from site_builder.runs import load_runs; "
-            f"c = Config.load(environ={{}}, cache_dir=Path({str(runs_config.cache_dir)!r}), repo_root=Path({str(REPO)!r})); "
+            f"c = Config.load(environ={{}}, cache_dir=Path({str(runs_config.cache_dir)!r}), "
+            f"repo_root=Path({str(REPO)!r})); "
             "runs, _ = load_runs(c); assert runs[0].records; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
@@ -89,7 +93,8 @@ def test_runs_page_model(runs_config):
     assert r.title == "Demo RMSNorm (fp16)" and r.command == "annotate run rmsnorm"
     assert r.spec_path == "vendor_kernels/rmsnorm/spec.yaml"
     (sym,) = r.symbols
-    assert sym.label == "demo::RMSNormKernel" and sym.href == "../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"
+    assert sym.label == "demo::RMSNormKernel"
+    assert sym.href == "../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"
     (launcher,) = r.launchers
     assert launcher.href is None  # not in the index: plain text, never a dead link
     h100, h200 = r.records
@@ -164,6 +169,38 @@ def test_overloads_prefer_the_header_the_harness_includes():
     assert pages._spec_symbol_keys(ctx, "demo", "demo::f") == (a.key, b.key)
 
 
+def dump_runs(rp) -> str:
+    """A text dump of a runs page's model (the snapshot a record-format change shows up in)."""
+    r = rp.runs
+    out = [f"page {rp.page} root={rp.root!r} home={rp.home}",
+           f"kernel {r.kernel} title={r.title!r} upstream={r.upstream} spec={r.spec_path} bound={r.bound}",
+           f"command {r.command!r} baseline={r.baseline!r} dtypes={r.dtypes}"]
+    out += [f"symbol {x.label} -> {x.href}" for x in r.symbols]
+    out += [f"launcher {x.label} -> {x.href} ({x.title})" for x in r.launchers]
+    for x in r.records:
+        out.append(f"record #{x.number} {x.anchor} local={x.local} passed={x.passed} {x.source}")
+        out.append(f"  device {x.device} sm{x.capability} driver {x.driver} torch {x.torch} cuda {x.cuda}")
+        out.append(f"  date {x.date} seed {x.seed} pins {x.pins} fatal={x.fatal!r}")
+        out.append(f"  peaks copy {x.copy_peak} GB/s, bf16 {x.matmul_peak} TFLOP/s ({x.bound})")
+        out.append(f"  build compile {x.compile_s} s, cache hit {x.cache_hit}, load {x.load_s} s, sm_{x.arch}")
+        for c in x.checks:
+            out.append(f"  check {c.shape} [{c.params}] x{c.trials} rel {c.rel_l2} abs {c.max_abs} "
+                       f"({c.tolerance}) passed={c.passed} {c.problem}".rstrip())
+        for t in x.timings:
+            out.append(f"  time {t.shape} [{t.params}] {t.median_us} us ({t.p10_us}-{t.p90_us}) {t.rate} "
+                       f"{t.pct_peak} torch {t.torch_us} us {t.speedup} passed={t.passed}")
+    return "\n".join(out) + "\n"
+
+
+def test_runs_model_snapshot(runs_config):
+    ctx = _ctx(runs_config)
+    text = dump_runs(pages.runs_page(ctx, ctx.runs[0]))
+    path = DATA / "snapshots" / "runs-rmsnorm.model.txt"
+    if os.environ.get("ANNOTATE_UPDATE_SNAPSHOTS") or not path.exists():
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), "runs model changed; set ANNOTATE_UPDATE_SNAPSHOTS=1 if intended"
+
+
 # ---- templates --------------------------------------------------------------------------------
 
 def test_runs_page_html_escapes_record_fields(runs_config):
@@ -192,7 +229,8 @@ def test_function_heading_links_to_runs_page(runs_config):
     plan = pages.plan_file(ctx, UP, NORM)
     text = ctx.index.source(UP, NORM)
     html = render.render_file(build_page(plan, text, highlight(text, "cuda")))
-    assert '<a class="badge run" href="../../../../runs/rmsnorm.html" title="annotate run rmsnorm">runs in harness rmsnorm</a>' in html
+    assert ('<a class="badge run" href="../../../../runs/rmsnorm.html" title="annotate run rmsnorm">'
+            'runs in harness rmsnorm</a>') in html
     assert '<a class="runs" href="../../../../runs/rmsnorm.html"' in html
 
 
