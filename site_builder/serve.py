@@ -84,6 +84,7 @@ def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | Non
     if index is None:
         _ensure_fetched(config, list(pins), True)
         index = _load_index(config, list(pins), True)
+    seen = watched_stamp(config)  # before the first build: no save after it goes unseen
     rep = build_site(config, out, jobs=jobs, index=index, pins=pins)
     print(f"built {rep.pages_rendered} pages in {rep.seconds:.2f} s", flush=True)
     state = _State()
@@ -94,7 +95,6 @@ def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | Non
     if ready is not None:
         ready.port = real_port  # type: ignore[attr-defined]
         ready.set()
-    seen = watched_stamp(config)
     try:
         while not (stop is not None and stop.is_set()):
             time.sleep(POLL_S)
