@@ -175,11 +175,21 @@ class Config:
 
     def result_record(self, kernel: str, stamp: str) -> Path:
         """The JSON record of one `annotate run KERNEL` (stamp: UTC time, sortable)."""
-        return self.results_dir() / kernel / f"{stamp}.json"
+        return self.local_results(kernel) / f"{stamp}.json"
 
-    def committed_result(self, kernel: str) -> Path:
+    def committed_results_dir(self) -> Path:
+        """Records committed for the site: `<kernel>.json`, and `<device-dir>/<kernel>.json` for
+        other devices (e.g. nvidia-h200/)."""
+        return self.kernels_dir / "results"
+
+    def committed_result(self, kernel: str, device_dir: str | None = None) -> Path:
         """The record committed to the repository for the site (vendor_kernels/results/)."""
-        return self.kernels_dir / "results" / f"{kernel}.json"
+        base = self.committed_results_dir()
+        return (base / device_dir if device_dir else base) / f"{kernel}.json"
+
+    def local_results(self, kernel: str) -> Path:
+        """The folder of this machine's records of one kernel (`result_record`'s parent)."""
+        return self.results_dir() / kernel
 
     def tmp_dir(self) -> Path:
         """Scratch space on the same file system as the cache, so renames are atomic."""

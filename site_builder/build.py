@@ -76,7 +76,9 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
     if annotations is None:
         annotations = _load_annotations(config, index)
         clock.lap("annotations")
-    ctx = pages.make_context(index, annotations, chosen, upstreams)
+    from site_builder.runs import load_runs
+
+    ctx = pages.make_context(index, annotations, chosen, upstreams, runs=load_runs(config))
     clock.lap("context")
 
     # Which source pages must be rendered again.
@@ -116,6 +118,11 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
     for course in ctx.courses.values():
         cp = pages.course_page(ctx, course)
         other(cp.page, _digest(repr(cp)), lambda cp=cp: render.render_course(cp))
+    # Harness results: a page per catalog kernel; its model holds the records' content, so
+    # a new or changed record renders exactly that runs page and the home page.
+    for kr in ctx.runs:
+        rp = pages.runs_page(ctx, kr)
+        other(rp.page, _digest(repr(rp)), lambda rp=rp: render.render_runs(rp))
     other(names.SEARCH_INDEX, ikey + pages.search_digest(ctx),
           lambda: render.render_search_index(pages.search_data(ctx)))
     for name, data in render.asset_files().items():
@@ -185,6 +192,10 @@ def input_stamp(config: Config, pins: dict) -> str:
         h.update(f"{name}\0{up.commit}\0{up.render}\n".encode())
         stat(config.fetch_record(name, up.commit))
         stat(config.checkout_dir(name, up.commit))
+    from site_builder.runs import stat_paths
+
+    for p in stat_paths(config):  # harness specs, committed and local run records
+        stat(p)
     ann = config.annotations_dir
     if ann.is_dir():
         for p in sorted(ann.rglob("*")):

@@ -96,7 +96,7 @@ class NoteView:
     first_look: TextView | None
     calls: tuple[CallNote, ...]
     courses: tuple[Link, ...]
-    harness: str | None
+    harness: Link | None  # the runs page of the kernel named by `harness:` (plain text if none)
 
     @property
     def stale(self) -> bool:
@@ -157,6 +157,7 @@ class FunctionView:
     inline_notes: tuple[InlineNoteView, ...]
     graph: CallGraph | None
     source_url: str
+    harnesses: tuple[Link, ...] = ()  # runs pages of the harness kernels whose spec names this symbol
 
     @property
     def caller_count(self) -> int:
@@ -319,12 +320,28 @@ class CourseLink:
 
 
 @dataclass(frozen=True)
+class RunnableRow:
+    """One record on the home page's "Runnable kernels" table (its headline timing)."""
+
+    kernel: Link
+    device: str
+    local: bool
+    shape: str  # the headline (first) timing shape
+    time_us: str
+    pct_peak: str
+    torch_us: str
+    passed: bool
+
+
+@dataclass(frozen=True)
 class IndexPage:
     page: str
     root: str
     upstreams: tuple[UpstreamView, ...]
     courses: tuple[CourseLink, ...]
     diagnostics: tuple[str, ...]
+    runs: tuple[RunnableRow, ...] = ()
+    runs_anchor: str = ""  # names.runnable_anchor()
 
 
 @dataclass(frozen=True)
@@ -332,3 +349,89 @@ class CoursePage:
     page: str
     root: str
     course: CourseView
+
+
+# ---- harness results (runs/<kernel>.html) ---------------------------------------------------
+# Every value below comes from a run record (data): numbers are formatted to text in
+# site_builder.pages and the templates escape all of it.
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """One check shape of a record: its trials folded together (worst error over trials/outputs)."""
+
+    shape: str
+    params: str  # "dtype=float16 batch=1 d=128"
+    trials: int
+    rel_l2: str
+    max_abs: str
+    tolerance: str  # "rel L2 ≤ 2e-03, max abs ≤ 1e-02"
+    passed: bool
+    problem: str  # "" when passed; else the error or the worst element
+
+
+@dataclass(frozen=True)
+class TimingView:
+    shape: str
+    params: str
+    median_us: str
+    p10_us: str
+    p90_us: str
+    rate: str  # "2035 GB/s" or "512.3 TFLOP/s"
+    pct_peak: str
+    torch_us: str
+    speedup: str  # PyTorch time / kernel time ("1.42×")
+    passed: bool
+
+
+@dataclass(frozen=True)
+class RecordView:
+    number: int
+    anchor: str
+    local: bool
+    source: str  # "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json" / "local: <cache path>"
+    device: str
+    capability: str
+    driver: str
+    torch: str
+    cuda: str
+    date: str
+    seed: str
+    command: str
+    passed: bool
+    fatal: str
+    copy_peak: str  # measured device-to-device copy, GB/s
+    matmul_peak: str  # measured bf16 matmul, TFLOP/s
+    bound: str  # which peak the % uses, in words
+    pins: tuple[tuple[str, str], ...]  # (upstream, commit)
+    checks: tuple[CheckView, ...]
+    timings: tuple[TimingView, ...]
+    compile_s: str
+    cache_hit: str  # "yes" | "no" | "—"
+    load_s: str
+    arch: str
+
+
+@dataclass(frozen=True)
+class RunsView:
+    kernel: str
+    title: str
+    upstream: str
+    symbols: tuple[Link, ...]
+    launchers: tuple[Link, ...]
+    command: str
+    baseline: str
+    notes: str
+    bound: str
+    dtypes: tuple[str, ...]
+    spec_path: str  # relative to the repository
+    records: tuple[RecordView, ...]
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    page: str
+    root: str
+    home: str  # the home page's "Runnable kernels" section
+    runs: RunsView

@@ -19,6 +19,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]+")
 
 SOURCE_DIR = "src/"
 COURSES_DIR = "courses/"
+RUNS_DIR = "runs/"
 
 
 def source_page(upstream: str, path: str) -> str:
@@ -32,6 +33,21 @@ def is_source_page(page: str) -> bool:
 
 def course_page(course_id: str) -> str:
     return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}.html"
+
+
+def runs_page(kernel: str) -> str:
+    """The page of one harness kernel: what it runs, how to run it, its recorded results."""
+    return f"{RUNS_DIR}{_UNSAFE.sub('_', kernel)}.html"
+
+
+def runnable_anchor() -> str:
+    """The id of the "Runnable kernels" section on the home page."""
+    return "runnable"
+
+
+def record_anchor(number: int) -> str:
+    """The id of one record's section on a runs page (1-based, in page order)."""
+    return f"rec-{number}"
 
 
 def step_anchor(step_id: str) -> str:

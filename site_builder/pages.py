@@ -31,11 +31,17 @@ from site_builder.model import (
     FunctionView,
     IndexPage,
     InlineNoteView,
+    CheckView,
     LegendEntry,
     Link,
     MemoryView,
     NoteView,
+    RecordView,
+    RunnableRow,
+    RunsPage,
+    RunsView,
     TextView,
+    TimingView,
     UpstreamView,
     XRef,
 )
@@ -57,6 +63,11 @@ class SiteContext:
     courses: dict[str, Any] = field(default_factory=dict)  # course id -> Course
     file_overviews: dict[tuple[str, str], Any] = field(default_factory=dict)
     file_diagnostics: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
+    runs: list = field(default_factory=list)  # site_builder.runs.KernelRuns, by kernel name
+    runs_problems: list[str] = field(default_factory=list)
+    # spec name -> index symbol: kernel -> ((qualified name in the spec, rendered Symbol.keys), ...)
+    run_symbols: dict[str, tuple] = field(default_factory=dict)
+    harness_of: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # Symbol.key -> kernels
 
 
 def rendered_paths(index, upstreams: dict, only: list[str] | None = None) -> dict[tuple[str, str], Any]:
@@ -109,9 +120,23 @@ def _index_part(index, upstreams: dict, only) -> tuple:
     return _INDEX_PART["value"]
 
 
-def make_context(index, annotations, upstreams: dict, only: list[str] | None = None) -> SiteContext:
+def make_context(index, annotations, upstreams: dict, only: list[str] | None = None,
+                 runs: tuple[list, list[str]] | None = None) -> SiteContext:
+    """`runs`: (site_builder.runs.KernelRuns list, problems) as `runs.load_runs` returns them."""
     ctx = SiteContext(index=index, annotations=annotations, upstreams=upstreams)
     ctx.rendered, ctx.all_symbols, ctx.symbols, ctx.calls, ctx.callers = _index_part(index, upstreams, only)
+    if runs is not None:
+        ctx.runs, ctx.runs_problems = list(runs[0]), list(runs[1])
+        for kr in ctx.runs:
+            spec = kr.spec
+            found = []
+            for qname in (*spec.symbols, *spec.launchers):
+                keys = _spec_symbol_keys(ctx, spec.upstream, qname, getattr(kr, "includes", ()))
+                found.append((qname, keys))
+                for k in keys:
+                    if spec.name not in ctx.harness_of[k]:
+                        ctx.harness_of[k].append(spec.name)
+            ctx.run_symbols[spec.name] = tuple(found)
     if annotations is not None:
         for s in ctx.symbols.values():
             note = annotations.for_symbol(s)
@@ -128,6 +153,20 @@ def make_context(index, annotations, upstreams: dict, only: list[str] | None = N
             if where:
                 ctx.file_diagnostics[where].append(_diagnostic_text(d))
     return ctx
+
+
+def _spec_symbol_keys(ctx: SiteContext, upstream: str, qname: str, includes=()) -> tuple[str, ...]:
+    """The rendered definitions a harness spec's symbol names: exact qualified name first;
+    of several, those in a header the harness includes directly when there are any."""
+    try:
+        found = ctx.index.find(qname, upstream=upstream)
+    except Exception:  # an unknown name stays plain text
+        return ()
+    exact = [s for s in found if s.qualified_name == qname] or found
+    direct = [s for s in exact if any(s.path == i or s.path.endswith("/" + i) for i in includes)]
+    if len({s.path for s in exact}) > 1 and direct:
+        exact = direct
+    return tuple(s.key for s in exact if s.key in ctx.symbols)
 
 
 def _diagnostic_target(d, ctx: SiteContext) -> tuple[str, str] | None:
@@ -220,6 +259,8 @@ def note_digest(ctx: SiteContext, upstream: str, path: str) -> str:
         if note is not None:
             parts.append(s.key)
             parts.append(repr(_note_view(ctx, page, s, note)))
+        if s.key in ctx.harness_of:
+            parts.append(f"{s.key}\0{ctx.harness_of[s.key]}")
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -352,6 +393,7 @@ def _function_view(ctx: SiteContext, page: str, up, s, out_edges: list, facts: l
         inline_notes=inline,
         graph=graph_view,
         source_url=up.source_url(s.path, s.start_line),
+        harnesses=tuple(runs_link(ctx, page, k) for k in ctx.harness_of.get(s.key, ())),
     )
 
 
@@ -410,7 +452,7 @@ def _note_view(ctx: SiteContext, page: str, s, note) -> tuple[NoteView, tuple[In
         first_look=text_view(getattr(note, "first_look", None)),
         calls=tuple(calls),
         courses=tuple(courses),
-        harness=getattr(note, "harness", None),
+        harness=runs_link(ctx, page, note.harness) if getattr(note, "harness", None) else None,
     )
     inline = []
     for n in getattr(note, "notes", None) or ():
@@ -489,7 +531,9 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
     courses = tuple(CourseLink(text_str(c.title) or c.id, names.rel_href(page, names.course_page(c.id)),
                                len(c.steps or ())) for c in ctx.courses.values())
     diags = tuple(_diagnostic_text(d) for d in (getattr(ctx.annotations, "diagnostics", None) or ()))
-    return IndexPage(page, names.root_prefix(page), tuple(ups), courses, diags)
+    diags += tuple(ctx.runs_problems)
+    return IndexPage(page, names.root_prefix(page), tuple(ups), courses, diags, runnable_rows(ctx, page),
+                     names.runnable_anchor())
 
 
 def course_page(ctx: SiteContext, course) -> CoursePage:
@@ -538,3 +582,174 @@ def search_data(ctx: SiteContext) -> dict:
         files.append([f"{up}:{path}", page_no[page]])
     courses = [[text_str(c.title) or c.id, names.course_page(c.id)] for c in ctx.courses.values()]
     return {"v": 1, "pages": pages, "symbols": rows, "files": files, "courses": courses}
+
+
+# ---- harness results --------------------------------------------------------------------------
+# Records are data (site_builder.runs reads them as written); every field is read defensively
+# and turned into text here, and escaped by the templates.
+
+def runs_link(ctx: SiteContext, from_page: str, kernel: str) -> Link:
+    """A link to a kernel's runs page; plain text when no such harness exists."""
+    if any(kr.spec.name == kernel for kr in ctx.runs):
+        return Link(kernel, names.rel_href(from_page, names.runs_page(kernel)), f"annotate run {kernel}")
+    return Link(kernel, None, "no such harness in vendor_kernels/")
+
+
+def _num(x, spec: str) -> str:
+    if not _is_num(x):
+        return "—" if x is None else str(x)
+    return format(x, spec)
+
+
+def _d(x) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+def _l(x) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _params(p) -> str:
+    return " ".join(f"{k}={v}" for k, v in _d(p).items())
+
+
+def _is_num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _worst(outputs: list, key: str):
+    """The largest error over outputs; "inf/nan" when one is not a finite number."""
+    vals = [_d(o).get(key) for o in outputs]
+    if any(not _is_num(v) for v in vals):
+        return "inf/nan"
+    return max(vals) if vals else None
+
+
+def _check_views(record: dict) -> tuple[CheckView, ...]:
+    by_shape: dict[str, list[dict]] = {}
+    for c in _l(record.get("checks")):
+        c = _d(c)
+        by_shape.setdefault(str(c.get("shape", "?")), []).append(c)
+    out = []
+    for shape, cs in by_shape.items():
+        outs = [_d(o) for c in cs for o in _l(c.get("outputs"))]
+        tol = _d(outs[0].get("tol")) if outs else {}
+        passed = all(c.get("passed") is True for c in cs)
+        problem = ""
+        if not passed:
+            failed = next(c for c in cs if c.get("passed") is not True)
+            if failed.get("error"):
+                problem = str(failed["error"])
+            else:
+                o = next((o for o in _l(failed.get("outputs")) if _d(o).get("passed") is not True), {})
+                o = _d(o)
+                problem = (f"{o.get('output', '?')}: worst at {o.get('worst_index')} got {o.get('worst_got')} "
+                           f"want {o.get('worst_want')}; {o.get('nonfinite', 0)} non-finite")
+        out.append(CheckView(
+            shape=shape, params=_params(cs[0].get("params")), trials=len(cs),
+            rel_l2=_num(_worst(outs, "rel_l2"), ".2e"), max_abs=_num(_worst(outs, "max_abs"), ".2e"),
+            tolerance=(f"rel L2 ≤ {_num(tol.get('rel_l2'), '.0e')}, max abs ≤ {_num(tol.get('max_abs'), '.0e')}"
+                       if tol else "—"),
+            passed=passed, problem=problem))
+    return tuple(out)
+
+
+def _timing_views(record: dict) -> tuple[TimingView, ...]:
+    out = []
+    for t in _l(record.get("timings")):
+        t = _d(t)
+        k = _d(t.get("kernel"))
+        if not k:  # cut short by a CUDA error
+            continue
+        compute = t.get("bound") == "compute"
+        rate = (f"{_num(t.get('TFLOPs'), '.1f')} TFLOP/s" if compute else f"{_num(t.get('GBps'), '.0f')} GB/s")
+        sp = t.get("torch_vs_kernel")
+        out.append(TimingView(
+            shape=str(t.get("shape", "?")), params=_params(t.get("params")),
+            median_us=_num(k.get("median_us"), ".1f"), p10_us=_num(k.get("p10_us"), ".1f"),
+            p90_us=_num(k.get("p90_us"), ".1f"), rate=rate,
+            pct_peak=f"{_num(t.get('pct_peak'), '.0f')}%" if t.get("pct_peak") is not None else "—",
+            torch_us=_num(t.get("torch_us"), ".1f"),
+            speedup=f"{_num(sp, '.2f')}×" if isinstance(sp, (int, float)) else "—",
+            passed=_d(t.get("check")).get("passed") is True))
+    return tuple(out)
+
+
+def _record_view(number: int, rf, repo_root) -> RecordView:
+    r = rf.record
+    dev, build, peaks = _d(r.get("device")), _d(r.get("build")), _d(r.get("peaks"))
+    try:
+        where = rf.path.relative_to(repo_root).as_posix() if rf.source == "committed" else str(rf.path)
+    except ValueError:
+        where = str(rf.path)
+    cached = build.get("cached")
+    return RecordView(
+        number=number, anchor=names.record_anchor(number), local=rf.source == "local",
+        source=f"{rf.source}: {where}",
+        device=str(dev.get("name", "unknown device")), capability=str(dev.get("capability", "—")),
+        driver=str(dev.get("driver", "—")), torch=str(dev.get("torch", "—")), cuda=str(dev.get("cuda", "—")),
+        date=str(r.get("created", "—")), seed=str(r.get("seed", "—")), command=str(r.get("command", "")),
+        passed=r.get("passed") is True, fatal=str(r.get("fatal") or ""),
+        copy_peak=_num(peaks.get("copy_GBps"), ".0f"), matmul_peak=_num(peaks.get("bf16_TFLOPs"), ".0f"),
+        bound="bf16 matmul TFLOP/s" if r.get("bound") == "compute" else "device-to-device copy GB/s",
+        pins=tuple((str(k), str(v)) for k, v in _d(r.get("pins")).items()),
+        checks=_check_views(r), timings=_timing_views(r),
+        compile_s=_num(build.get("compile_s"), ".1f"),
+        cache_hit="yes" if cached is True else ("no" if cached is False else "—"),
+        load_s=_num(build.get("load_s"), ".2f"), arch=str(build.get("arch", "—")),
+    )
+
+
+def _repo_root(spec):
+    """The repository a spec lives in (`<repo>/vendor_kernels/<kernel>/spec.yaml`)."""
+    return spec.folder.parent.parent
+
+
+def runs_page(ctx: SiteContext, kr) -> RunsPage:
+    spec = kr.spec
+    page = names.runs_page(spec.name)
+
+    def links(qnames) -> tuple[Link, ...]:
+        found = dict(ctx.run_symbols.get(spec.name, ()))
+        out = []
+        for q in qnames:
+            keys = found.get(q, ())
+            out.append(symbol_link(ctx, page, keys[0], label=q) if keys else Link(q, None, "not on this site"))
+        return tuple(out)
+
+    try:
+        spec_path = spec.spec_file.relative_to(_repo_root(spec)).as_posix()
+    except ValueError:
+        spec_path = str(spec.spec_file)
+    view = RunsView(
+        kernel=spec.name, title=spec.title, upstream=spec.upstream,
+        symbols=links(spec.symbols), launchers=links(spec.launchers),
+        command=f"annotate run {spec.name}", baseline=spec.baseline, notes=spec.notes.strip(),
+        bound=spec.bound, dtypes=tuple(spec.dtypes), spec_path=spec_path,
+        records=tuple(_record_view(i + 1, rf, _repo_root(spec)) for i, rf in enumerate(kr.records)),
+        problems=tuple(kr.problems),
+    )
+    return RunsPage(page, names.root_prefix(page),
+                    names.rel_href(page, names.INDEX_PAGE, names.runnable_anchor()), view)
+
+
+def runnable_rows(ctx: SiteContext, page: str) -> tuple[RunnableRow, ...]:
+    rows = []
+    for kr in ctx.runs:
+        name = kr.spec.name
+        recs = kr.records or (None,)
+        for i, rf in enumerate(recs):
+            href = names.rel_href(page, names.runs_page(name), names.record_anchor(i + 1) if rf else None)
+            link = Link(name, href, kr.spec.title)
+            if rf is None:
+                rows.append(RunnableRow(link, "no record yet", False, "", "—", "—", "—", False))
+                continue
+            r = rf.record
+            t = next((_d(t) for t in _l(r.get("timings")) if _d(_d(t).get("kernel"))), {})
+            rows.append(RunnableRow(
+                kernel=link, device=str(_d(r.get("device")).get("name", "unknown device")),
+                local=rf.source == "local", shape=str(t.get("shape", "")),
+                time_us=_num(_d(t.get("kernel")).get("median_us"), ".1f"),
+                pct_peak=f"{_num(t.get('pct_peak'), '.0f')}%" if t.get("pct_peak") is not None else "—",
+                torch_us=_num(t.get("torch_us"), ".1f"), passed=r.get("passed") is True))
+    return tuple(rows)

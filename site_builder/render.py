@@ -10,13 +10,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from site_builder import names
-from site_builder.model import CoursePage, FilePage, IndexPage
+from site_builder.model import CoursePage, FilePage, IndexPage, RunsPage
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 ASSETS_SRC = Path(__file__).parent / "assets"
 
 # In <head> order; split by concern (see the files' first lines).
-STYLESHEETS = ("base.css", "code.css", "notes.css", "graph.css", "index.css")
+STYLESHEETS = ("base.css", "code.css", "notes.css", "graph.css", "index.css", "runs.css")
 
 
 def _num(n) -> str:
@@ -55,6 +55,10 @@ def render_course(page: CoursePage) -> str:
     return environment().get_template("course.html.jinja2").render(page=page)
 
 
+def render_runs(page: RunsPage) -> str:
+    return environment().get_template("runs.html.jinja2").render(page=page)
+
+
 def render_search_index(data: dict) -> str:
     """The search index as a script assigning a global: loadable from file:// (no fetch())."""
     return "window.ANNOTATE_SEARCH=" + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n"
@@ -69,7 +73,7 @@ def asset_files() -> dict[str, bytes]:
 # does (a CSS or JS edit renders no page again; a home-page edit renders only the home page).
 COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
 PAGE_TEMPLATES = {names.SOURCE_DIR: "file.html.jinja2", names.COURSES_DIR: "course.html.jinja2",
-                  names.INDEX_PAGE: "index.html.jinja2"}
+                  names.INDEX_PAGE: "index.html.jinja2", names.RUNS_DIR: "runs.html.jinja2"}
 
 
 def templates_key(page: str) -> str:

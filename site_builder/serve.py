@@ -24,16 +24,21 @@ POLL_S = 0.4
 
 
 def watched_stamp(config) -> tuple:
-    """Stats of everything a save can change: annotation files, templates, assets."""
-    out = []
+    """Stats of everything a save can change: annotation files, templates, assets, and the
+    harness specs and run records (a finished `annotate run` shows up on its runs page)."""
+    from site_builder.runs import stat_paths
+
+    paths = []
     for d in (config.annotations_dir, render.TEMPLATES_DIR, render.ASSETS_SRC):
         if d.is_dir():
-            for p in sorted(d.rglob("*")):
-                try:
-                    st = p.stat()
-                    out.append((str(p), st.st_mtime_ns, st.st_size))
-                except OSError:
-                    pass
+            paths += sorted(d.rglob("*"))
+    out = []
+    for p in paths + stat_paths(config):
+        try:
+            st = p.stat()
+            out.append((str(p), st.st_mtime_ns, st.st_size))
+        except OSError:
+            pass
     return tuple(out)
 
 
@@ -79,6 +84,7 @@ def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | Non
     if index is None:
         _ensure_fetched(config, list(pins), True)
         index = _load_index(config, list(pins), True)
+    seen = watched_stamp(config)  # before the first build: no save after it goes unseen
     rep = build_site(config, out, jobs=jobs, index=index, pins=pins)
     print(f"built {rep.pages_rendered} pages in {rep.seconds:.2f} s", flush=True)
     state = _State()
@@ -89,7 +95,6 @@ def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | Non
     if ready is not None:
         ready.port = real_port  # type: ignore[attr-defined]
         ready.set()
-    seen = watched_stamp(config)
     try:
         while not (stop is not None and stop.is_set()):
             time.sleep(POLL_S)

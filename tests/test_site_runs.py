@@ -1,0 +1,327 @@
+"""Harness results on the site: runs/<kernel>.html, the home page's "Runnable kernels" table, links
+from annotated functions and from the kernels' upstream symbols, and the incremental keys.
+
+Fixture: a repository root `tests/data/site/repo` holding one harness spec (`rmsnorm`, naming the
+demo fixture's `demo::RMSNormKernel`) and two committed records (default device and nvidia-h200/).
+Local records are written into a temporary cache by the tests themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from site_support import (  # noqa: E402
+    DATA, NORM, UP, FixtureIndex, build_fixture_site, demo_annotations, demo_upstream,
+)
+
+from annotate.config import Config  # noqa: E402
+from site_builder import names, pages, render  # noqa: E402
+from site_builder.runs import load_runs, newest_local, record_paths, stat_paths  # noqa: E402
+
+REPO = DATA / "repo"
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+@pytest.fixture
+def runs_config(tmp_path: Path) -> Config:
+    return Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=REPO)
+
+
+def _local_record(config: Config, stamp: str, **changes) -> Path:
+    rec = json.loads(config.committed_result("rmsnorm").read_text())
+    rec.update(changes)
+    path = config.result_record("rmsnorm", stamp)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    return path
+
+
+def _ctx(config: Config):
+    index = FixtureIndex()
+    return pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=load_runs(config))
+
+
+# ---- reading specs and records (torch-free) ---------------------------------------------------
+
+def test_record_paths_committed_devices_then_newest_local(runs_config):
+    got = [(s, d, p.name) for s, d, p in record_paths(runs_config, "rmsnorm")]
+    assert got == [("committed", "", "rmsnorm.json"), ("committed", "nvidia-h200", "rmsnorm.json")]
+    assert newest_local(runs_config, "rmsnorm") is None
+    _local_record(runs_config, "20261122T010000Z")
+    newer = _local_record(runs_config, "20261122T020000Z")
+    assert newest_local(runs_config, "rmsnorm") == newer
+    assert record_paths(runs_config, "rmsnorm")[-1] == ("local", "", newer)
+    assert newer in stat_paths(runs_config)
+
+
+def test_unreadable_record_is_a_problem_not_a_crash(runs_config):
+    path = runs_config.result_record("rmsnorm", "20261122T030000Z")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    (kr,), problems = load_runs(runs_config)
+    assert problems == [] and len(kr.records) == 2
+    assert kr.problems and "unreadable record" in kr.problems[0]
+
+
+def test_site_modules_do_not_import_torch(runs_config):
+    code = ("import sys; from pathlib import Path; from annotate.config import Config; "
+            "import site_builder.build, site_builder.pages, site_builder.render; "
+            "from site_builder.runs import load_runs; "
+            f"c = Config.load(environ={{}}, cache_dir=Path({str(runs_config.cache_dir)!r}), "
+            f"repo_root=Path({str(REPO)!r})); "
+            "runs, _ = load_runs(c); assert runs[0].records; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+
+
+# ---- the page model -----------------------------------------------------------------------------
+
+def test_runs_page_model(runs_config):
+    ctx = _ctx(runs_config)
+    (kr,) = ctx.runs
+    rp = pages.runs_page(ctx, kr)
+    r = rp.runs
+    assert rp.page == names.runs_page("rmsnorm") == "runs/rmsnorm.html" and rp.root == "../"
+    assert r.title == "Demo RMSNorm (fp16)" and r.command == "annotate run rmsnorm"
+    assert r.spec_path == "vendor_kernels/rmsnorm/spec.yaml"
+    (sym,) = r.symbols
+    assert sym.label == "demo::RMSNormKernel"
+    assert sym.href == "../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"
+    (launcher,) = r.launchers
+    assert launcher.href is None  # not in the index: plain text, never a dead link
+    h100, h200 = r.records
+    assert (h100.device, h200.device) == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+    assert not h100.local and h100.source == "committed: vendor_kernels/results/rmsnorm.json"
+    assert h200.source == "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json"
+    assert (h100.driver, h100.torch, h100.cuda, h100.date, h100.seed) == (
+        "580.159.04", "2.11.0+cu130", "13.0", "2026-11-22T03:12:35Z", "1234")
+    assert h100.passed and (h100.copy_peak, h100.matmul_peak) == ("3004", "797")
+    assert (h100.compile_s, h100.cache_hit) == ("29.8", "no")
+    c1, c2 = h100.checks
+    assert (c1.shape, c1.trials, c1.rel_l2, c1.max_abs, c1.passed) == ("b1-d128", 2, "3.50e-04", "1.90e-03", True)
+    assert c1.tolerance == "rel L2 ≤ 2e-03, max abs ≤ 1e-02" and c1.params == "dtype=float16 batch=1 d=128"
+    (t,) = h100.timings
+    assert (t.shape, t.median_us, t.p10_us, t.p90_us) == ("b4096-d4096", "33.0", "30.5", "34.0")
+    assert (t.rate, t.pct_peak, t.torch_us, t.speedup) == ("2035 GB/s", "68%", "33.0", "1.00×")
+
+
+def test_failed_and_malformed_record_fields(runs_config):
+    rec = json.loads(runs_config.committed_result("rmsnorm").read_text())
+    rec["checks"][1]["passed"] = False
+    rec["checks"][1]["outputs"][0].update(passed=False, rel_l2="nan", worst_index=[0, 7])
+    rec["checks"][2]["passed"] = False
+    rec["checks"][2]["error"] = "CUDA error: an illegal memory access"
+    rec["passed"] = False
+    rec["device"] = "not a mapping"
+    rec["timings"].append({"shape": "cut-short"})  # a CUDA error stopped it: no "kernel"
+    _local_record(runs_config, "20261122T040000Z", **rec)
+    ctx = _ctx(runs_config)
+    local = pages.runs_page(ctx, ctx.runs[0]).runs.records[-1]
+    assert local.local and not local.passed and local.device == "unknown device"
+    c1, c2 = local.checks
+    assert not c1.passed and c1.rel_l2 == "inf/nan" and "[0, 7]" in c1.problem
+    assert not c2.passed and c2.problem == "CUDA error: an illegal memory access"
+    assert [t.shape for t in local.timings] == ["b4096-d4096"]
+    rows = pages.runnable_rows(ctx, names.INDEX_PAGE)
+    assert [(r.device, r.local, r.passed) for r in rows] == [
+        ("NVIDIA H100 80GB HBM3", False, True), ("NVIDIA H200", False, True), ("unknown device", True, False)]
+
+
+def test_index_rows_and_links_from_functions(runs_config):
+    ctx = _ctx(runs_config)
+    rows = pages.runnable_rows(ctx, names.INDEX_PAGE)
+    assert [(r.kernel.href, r.shape, r.time_us, r.pct_peak, r.torch_us, r.passed) for r in rows] == [
+        ("runs/rmsnorm.html#rec-1", "b4096-d4096", "33.0", "68%", "33.0", True),
+        ("runs/rmsnorm.html#rec-2", "b4096-d4096", "25.5", "66%", "30.1", True)]
+    plan = pages.plan_file(ctx, UP, NORM)
+    kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
+    assert [(h.label, h.href) for h in kern.harnesses] == [("rmsnorm", "../../../../runs/rmsnorm.html")]
+    assert kern.note.harness.href == "../../../../runs/rmsnorm.html"
+    others = [f for f in plan.functions if f is not kern]
+    assert all(not f.harnesses for f in others)
+
+
+def test_harness_without_a_spec_stays_plain_text(runs_config, tmp_path):
+    index = FixtureIndex()
+    ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=([], []))
+    plan = pages.plan_file(ctx, UP, NORM)
+    kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
+    assert kern.note.harness.href is None and not kern.harnesses
+
+
+def test_overloads_prefer_the_header_the_harness_includes():
+    from types import SimpleNamespace as NS
+
+    a = NS(key="demo:f@include/demo/a.cuh:1", qualified_name="demo::f", path="include/demo/a.cuh")
+    b = NS(key="demo:f@include/demo/hopper/b.cuh:1", qualified_name="demo::f", path="include/demo/hopper/b.cuh")
+    index = NS(find=lambda name, upstream=None: [a, b])
+    ctx = pages.SiteContext(index=index, annotations=None, upstreams={}, symbols={a.key: a, b.key: b})
+    assert pages._spec_symbol_keys(ctx, "demo", "demo::f", ("demo/a.cuh",)) == (a.key,)
+    assert pages._spec_symbol_keys(ctx, "demo", "demo::f", ("other.h",)) == (a.key, b.key)
+    assert pages._spec_symbol_keys(ctx, "demo", "demo::f") == (a.key, b.key)
+
+
+def dump_runs(rp) -> str:
+    """A text dump of a runs page's model (the snapshot a record-format change shows up in)."""
+    r = rp.runs
+    out = [f"page {rp.page} root={rp.root!r} home={rp.home}",
+           f"kernel {r.kernel} title={r.title!r} upstream={r.upstream} spec={r.spec_path} bound={r.bound}",
+           f"command {r.command!r} baseline={r.baseline!r} dtypes={r.dtypes}"]
+    out += [f"symbol {x.label} -> {x.href}" for x in r.symbols]
+    out += [f"launcher {x.label} -> {x.href} ({x.title})" for x in r.launchers]
+    for x in r.records:
+        out.append(f"record #{x.number} {x.anchor} local={x.local} passed={x.passed} {x.source}")
+        out.append(f"  device {x.device} sm{x.capability} driver {x.driver} torch {x.torch} cuda {x.cuda}")
+        out.append(f"  date {x.date} seed {x.seed} pins {x.pins} fatal={x.fatal!r}")
+        out.append(f"  peaks copy {x.copy_peak} GB/s, bf16 {x.matmul_peak} TFLOP/s ({x.bound})")
+        out.append(f"  build compile {x.compile_s} s, cache hit {x.cache_hit}, load {x.load_s} s, sm_{x.arch}")
+        for c in x.checks:
+            out.append(f"  check {c.shape} [{c.params}] x{c.trials} rel {c.rel_l2} abs {c.max_abs} "
+                       f"({c.tolerance}) passed={c.passed} {c.problem}".rstrip())
+        for t in x.timings:
+            out.append(f"  time {t.shape} [{t.params}] {t.median_us} us ({t.p10_us}-{t.p90_us}) {t.rate} "
+                       f"{t.pct_peak} torch {t.torch_us} us {t.speedup} passed={t.passed}")
+    return "\n".join(out) + "\n"
+
+
+def test_runs_model_snapshot(runs_config):
+    ctx = _ctx(runs_config)
+    text = dump_runs(pages.runs_page(ctx, ctx.runs[0]))
+    path = DATA / "snapshots" / "runs-rmsnorm.model.txt"
+    if os.environ.get("ANNOTATE_UPDATE_SNAPSHOTS") or not path.exists():
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), "runs model changed; set ANNOTATE_UPDATE_SNAPSHOTS=1 if intended"
+
+
+# ---- templates --------------------------------------------------------------------------------
+
+def test_runs_page_html_escapes_record_fields(runs_config):
+    _local_record(runs_config, "20261122T050000Z", created=HOSTILE, seed=HOSTILE, fatal=HOSTILE,
+                  device={"name": HOSTILE, "driver": "<b>x</b>"}, pins={"demo": HOSTILE})
+    ctx = _ctx(runs_config)
+    html = render.render_runs(pages.runs_page(ctx, ctx.runs[0]))
+    assert "<script>" not in html and "<img" not in html and "<b>x</b>" not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert '<a href="../index.html#runnable">runnable kernels</a>' in html
+    assert 'class="record local' in html and '<span class="badge local">local</span>' in html
+    for text in ("annotate run rmsnorm", "NVIDIA H200", "2035 GB/s", "68%", "1.00×", "cold compile 29.8 s",
+                 "cache hit: no", "copy 3004 GB/s", "bf16 matmul 797 TFLOP/s", "rel L2 ≤ 2e-03",
+                 'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"', 'id="rec-2"'):
+        assert text in html, text
+    home = pages.index_page(ctx, {})
+    ihtml = render.render_index(home)
+    assert "Runnable kernels" in ihtml and 'href="runs/rmsnorm.html#rec-1"' in ihtml and "<script>w" not in ihtml
+
+
+def test_function_heading_links_to_runs_page(runs_config):
+    from site_builder.code import build_page
+    from site_builder.highlight import highlight
+
+    ctx = _ctx(runs_config)
+    plan = pages.plan_file(ctx, UP, NORM)
+    text = ctx.index.source(UP, NORM)
+    html = render.render_file(build_page(plan, text, highlight(text, "cuda")))
+    assert ('<a class="badge run" href="../../../../runs/rmsnorm.html" title="annotate run rmsnorm">'
+            'runs in harness rmsnorm</a>') in html
+    assert '<a class="runs" href="../../../../runs/rmsnorm.html"' in html
+
+
+# ---- the build: pages, keys, incremental rebuilds ------------------------------------------------
+
+def test_build_writes_runs_pages_and_a_new_record_rebuilds_only_them(runs_config, tmp_path, monkeypatch):
+    out = tmp_path / "site"
+    rep = build_fixture_site(runs_config, out)
+    assert (out / "runs" / "rmsnorm.html").is_file()
+    assert "Runnable kernels" in (out / "index.html").read_text()
+    manifest = json.loads((out / names.MANIFEST).read_text())
+    before = {p: (out / p).stat().st_mtime_ns for p in manifest["outputs"]}
+    rep = build_fixture_site(runs_config, out)
+    assert rep.stats.written == 0 and rep.pages_rendered == 0
+    rendered = []
+    for fn in ("render_runs", "render_index", "render_course", "render_file", "render_search_index"):
+        real = getattr(render, fn)
+        monkeypatch.setattr(render, fn, lambda *a, _fn=fn, _real=real: rendered.append(_fn) or _real(*a))
+    _local_record(runs_config, "20261122T060000Z", device={"name": "Local GPU"})
+    rep = build_fixture_site(runs_config, out)
+    assert sorted(rendered) == ["render_index", "render_runs"]
+    changed = {p for p in before if (out / p).stat().st_mtime_ns != before[p]}
+    assert changed == {"runs/rmsnorm.html", "index.html"}
+    assert rep.pages_rendered == 0  # no source page rendered again
+    assert "Local GPU" in (out / "runs" / "rmsnorm.html").read_text()
+
+
+def test_stamp_sees_a_new_local_record(runs_config):
+    from site_builder.build import input_stamp
+
+    pins = {UP: demo_upstream()}
+    a = input_stamp(runs_config, pins)
+    assert input_stamp(runs_config, pins) == a
+    _local_record(runs_config, "20261122T070000Z")
+    assert input_stamp(runs_config, pins) != a
+
+
+# ---- the real committed records --------------------------------------------------------------
+
+@pytest.mark.slow
+def test_real_committed_records_render(pinned, real_config):
+    from annotate.index.api import load_index
+    from annotate.upstreams import load_upstreams
+
+    pinned("flashinfer")
+    pinned("flash-attention")
+    ups = load_upstreams(real_config)
+    index = load_index(real_config)
+    runs, problems = load_runs(real_config)
+    assert problems == []
+    assert {r.spec.name for r in runs} >= {"decode_kernel", "rmsnorm", "silu_and_mul", "merge_state",
+                                            "prefill_kernel", "flash_fwd"}
+    ctx = pages.make_context(index, None, ups, runs=(runs, problems))
+    for kr in runs:
+        committed = [rf for rf in kr.records if rf.source == "committed"]
+        assert len(committed) >= 2, kr.spec.name  # the default device and nvidia-h200/
+        rp = pages.runs_page(ctx, kr)
+        assert all(link.href for link in rp.runs.symbols), (kr.spec.name, rp.runs.symbols)
+        for rec in rp.runs.records[:len(committed)]:
+            assert rec.passed and rec.checks and rec.timings, (kr.spec.name, rec.device)
+            assert all(t.median_us != "—" and t.pct_peak.endswith("%") for t in rec.timings)
+        html = render.render_runs(rp)
+        assert "NVIDIA H200" in html and "annotate run " + kr.spec.name in html
+    decode = next(s for s in index.find("SingleDecodeWithKVCacheKernel", upstream="flashinfer") if s.key in ctx.symbols)
+    assert ctx.harness_of[decode.key] == ["decode_kernel"]
+    # the sm90 overload of SinglePrefillWithKVCacheDispatched is not what the harness includes
+    assert not [k for k in ctx.harness_of if "/hopper/" in k], [k for k in ctx.harness_of if "/hopper/" in k]
+
+
+# ---- in the browser -----------------------------------------------------------------------------
+
+@pytest.mark.browser
+def test_runs_page_in_chromium(runs_config, tmp_path):
+    from site_browser import available, chromium
+
+    if not available():
+        pytest.skip("needs /usr/bin/chromium and /usr/bin/chromedriver")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _local_record(runs_config, "20261122T080000Z", device={"name": HOSTILE}, fatal=HOSTILE)
+    out = tmp_path / "site"
+    build_fixture_site(runs_config, out)
+    with chromium(1400, 1000) as d:
+        d.get((out / names.source_page(UP, NORM)).as_uri())
+        d.find_element(By.CSS_SELECTOR, "a.badge.run").click()  # "runs in harness rmsnorm"
+        WebDriverWait(d, 10).until(lambda d: d.current_url.endswith("runs/rmsnorm.html"))
+        assert d.execute_script("return window.__pwned === undefined")
+        assert d.execute_script("return document.querySelectorAll('img').length") == 0
+        records = d.find_elements(By.CSS_SELECTOR, "section.record")
+        assert len(records) == 3 and "local" in records[2].get_attribute("class")
+        assert HOSTILE in records[2].find_element(By.TAG_NAME, "h2").text  # shown as text
+        d.find_element(By.LINK_TEXT, "demo::RMSNormKernel").click()
+        WebDriverWait(d, 10).until(lambda d: d.current_url.endswith("norm.cuh.html#f-RMSNormKernel-12"))
