@@ -31,6 +31,9 @@ class GNode:
     href: str | None
     role: str
     layer: int
+    # Which nodes survive when a layer overflows: lower first. The page model sets it so that
+    # annotated and linkable functions (compute_qk) win over intrinsics (__powf, cg::this_grid).
+    rank: int = 0
 
 
 def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
@@ -43,7 +46,10 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
     for ly in layers:
         col = sorted(by_layer[ly], key=lambda n: n.label)
         if len(col) > MAX_PER_LAYER:
-            kept, rest = col[: MAX_PER_LAYER - 1], col[MAX_PER_LAYER - 1:]
+            by_rank = sorted(col, key=lambda n: (n.rank, n.label))
+            keep_ids = {n.id for n in by_rank[: MAX_PER_LAYER - 1]}
+            kept = [n for n in col if n.id in keep_ids]
+            rest = [n for n in by_rank if n.id not in keep_ids]
             more = GNode(f"more:{ly}", f"+{len(rest)} more", ", ".join(n.label for n in rest[:20]),
                          None, "more", ly)
             gone = {n.id for n in rest}

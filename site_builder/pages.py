@@ -476,8 +476,9 @@ def call_graph(ctx: SiteContext, page: str, s, callee_depth: int = 2):
             sym = ctx.all_symbols.get(key)
             label = sym.name if sym else (fallback or key)
             link = symbol_link(ctx, page, key) if sym else Link(label, None, "unresolved")
+            rank = 0 if key in ctx.notes else (1 if link.href else (2 if sym else 3))
             nodes[key] = graph.GNode(key, label, sym.qualified_name if sym else label,
-                                     link.href, role, layer)
+                                     link.href, role, layer, rank)
         return key
 
     node(s.key, 0, "self")

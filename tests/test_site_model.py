@@ -214,6 +214,18 @@ def test_graph_layout_layers_do_not_overlap():
     assert sum(e.kind == "launch" for e in g.edges) == 1
 
 
+def test_graph_overflow_keeps_the_important_callees():
+    # 12 callees: the three ranked 0 (annotated) sort last by name but must stay visible,
+    # the intrinsics (rank 3) fold into "+N more".
+    nodes = [GNode("s", "self", "", None, "self", 0)] + [
+        GNode(f"i{i}", f"a_intrinsic_{i}", "", None, "callee", 1, 3) for i in range(9)] + [
+        GNode(f"k{i}", f"z_kernel_step_{i}", "", "#", "callee", 1, 0) for i in range(3)]
+    g = layout(nodes, [("s", n.id, "call") for n in nodes[1:]])
+    shown = {n.label for n in g.nodes}
+    assert {"z_kernel_step_0", "z_kernel_step_1", "z_kernel_step_2"} <= shown
+    assert "+4 more" in shown
+
+
 if __name__ == "__main__":
     os.environ["ANNOTATE_UPDATE_SNAPSHOTS"] = "1"
     sys.exit(pytest.main([__file__, "-q"]))
