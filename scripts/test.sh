@@ -31,7 +31,7 @@ echo "== fetching the pinned sources (archive route, verified against the commit
 
 echo "== tests =="
 set +e
-"$BIN/python" -m pytest -m "not gpu" "$@"
+"$BIN/python" -m pytest -m "not gpu" --durations=15 "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then
