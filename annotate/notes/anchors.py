@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 
 
@@ -18,18 +19,22 @@ def find_anchor(body: str, at: str) -> list[tuple[int, int]]:
     needle = compact(at)
     if not needle:
         return []
-    chars: list[str] = []
-    lines: list[int] = []
-    for lineno, line in enumerate(body.split("\n")):
-        for ch in line:
-            if not ch.isspace():
-                chars.append(ch)
-                lines.append(lineno)
-    hay = "".join(chars)
+    # The body without white space, and where each line starts in it; a position maps back to
+    # the last line starting at or before it (blank lines start where the next line does).
+    parts = [compact(line) for line in body.split("\n")]
+    starts, pos = [], 0
+    for part in parts:
+        starts.append(pos)
+        pos += len(part)
+    hay = "".join(parts)
+
+    def line_of(i: int) -> int:
+        return bisect.bisect_right(starts, i) - 1
+
     out: list[tuple[int, int]] = []
     start = hay.find(needle)
     while start != -1:
-        out.append((lines[start], lines[start + len(needle) - 1]))
+        out.append((line_of(start), line_of(start + len(needle) - 1)))
         start = hay.find(needle, start + 1)
     return out
 

@@ -1,6 +1,7 @@
 """Safe YAML reading that remembers where every key and value was written.
 
-ruamel.yaml composes the document into nodes (which carry line/column marks); we build plain
+PyYAML composes the document into nodes (which carry line/column marks; libyaml's C composer
+where available: ruamel's pure-Python composer was most of `annotate check`'s time); we build plain
 Python values from those nodes ourselves, so no tag can ever construct an object, and we
 can refuse what an annotation file has no use for (tags, aliases, merge keys, complex keys,
 duplicate keys) with a precise position. Positions are 1-based (line, column).
@@ -8,7 +9,6 @@ duplicate keys) with a precise position. Positions are 1-based (line, column).
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,8 +97,6 @@ def _scalar(node) -> Any:
         try:
             if s.lower().startswith(("0o", "-0o", "+0o", "0x", "-0x", "+0x", "0b", "-0b", "+0b")):
                 return int(s, 0)
-            if len(s) > 1 and s.lstrip("+-").startswith("0") and s.lstrip("+-").isdigit():
-                return int(s, 8)  # YAML 1.1 octal
             return int(s)
         except ValueError:
             return v
@@ -116,14 +114,44 @@ def _scalar(node) -> Any:
     return v
 
 
+_LOADER = None
+
+
+def _core_schema_loader():
+    """A safe loader that resolves plain scalars by YAML 1.2's core schema, as editors do.
+
+    PyYAML follows YAML 1.1, where `no`, `on`, `12:30` and `0777` are not text: a reviewer's
+    `sync: no` would become a boolean. Only the implicit resolvers change; parsing is libyaml's.
+    """
+    global _LOADER
+    if _LOADER is None:
+        import re
+
+        import yaml
+
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        loader = type("CoreSchemaLoader", (base,), {})
+        loader.yaml_implicit_resolvers = {}
+        for tag, rx, first in (
+            ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+            ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+            ("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                      r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
+            ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+            ("merge", r"^(?:<<)$", "<"),
+        ):
+            loader.add_implicit_resolver(_STD + tag, re.compile(rx), list(first))
+        _LOADER = loader
+    return _LOADER
+
+
 def load_yaml(text: str) -> Loaded:
     """Parse one YAML document into plain values + positions. Raises YamlProblem."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    import yaml
+    from yaml import MarkedYAMLError, YAMLError
 
-    yaml = YAML(typ="rt", pure=True)
     try:
-        root = yaml.compose(io.StringIO(text))
+        root = yaml.compose(text, Loader=_core_schema_loader())
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         msg = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc).splitlines()[0]
