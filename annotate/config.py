@@ -11,8 +11,24 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The repository root: annotations/, vendor_kernels/, schema/ live beside the package.
+# The repository root (the "workspace"): annotations/, vendor_kernels/, schema/ live there. In a
+# checkout (or an editable install) it is the package's parent; a non-editable install finds it
+# from the current directory, like git, or from $ANNOTATE_ROOT.
 REPO_ROOT = Path(__file__).resolve().parent.parent
+ENV_ROOT = "ANNOTATE_ROOT"
+_MARKER = Path("vendor_kernels") / "upstreams.yaml"
+
+
+def find_repo_root(env: dict[str, str], cwd: Path | None = None) -> Path:
+    if env.get(ENV_ROOT):
+        return Path(env[ENV_ROOT]).expanduser()
+    if (REPO_ROOT / _MARKER).is_file():
+        return REPO_ROOT
+    here = (cwd or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / _MARKER).is_file():
+            return d
+    return REPO_ROOT  # whatever needs a file there says which one is missing
 
 ENV_CACHE = "ANNOTATE_CACHE_DIR"
 ENV_CONFIG = "ANNOTATE_CONFIG"
@@ -72,7 +88,7 @@ class Config:
                 raise AnnotateError(f"{cfg_file}: invalid TOML: {exc}") from None
             urls = {str(k): str(v) for k, v in (data.get("urls") or {}).items()}
             fetch = dict(data.get("fetch") or {})
-        return cls(cache_dir=cache.resolve(), repo_root=(repo_root or REPO_ROOT).resolve(),
+        return cls(cache_dir=cache.resolve(), repo_root=(repo_root or find_repo_root(env)).resolve(),
                    url_overrides=urls, environ=env, fetch_settings=fetch)
 
     # ---- overrides -------------------------------------------------------------------

@@ -78,7 +78,8 @@ def load_upstreams(config: Config) -> dict[str, Upstream]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise AnnotateError(f"{path}: pin file not found") from None
+        raise AnnotateError(f"{path}: pin file not found",
+                            hint="run annotate inside a clone of its repository, or set ANNOTATE_ROOT to one") from None
     except yaml.YAMLError as exc:
         raise AnnotateError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("upstreams"), dict):
