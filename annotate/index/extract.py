@@ -510,13 +510,6 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
-        ar = _arity(fn)
-        if ar is not None:
-            arity[sym.key] = ar
-        decl = _function_declarator(fn)
-        plist = decl.child_by_field_name("parameters") if decl is not None else None
-        if plist is not None:
-            param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
     owner = _Spans(spans)
     edges = []
     for m in matches("python-calls", root):
