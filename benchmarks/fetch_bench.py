@@ -1,6 +1,9 @@
 """Cold and warm `annotate fetch` times for each route, each run a fresh `python -m annotate` process.
 
-    python benchmarks/fetch_bench.py [--mirrors DIR] [--repeat N] [--routes git,archive]
+    ANNOTATE_URL_FLASHINFER=... ANNOTATE_URL_FLASH_ATTENTION=... ANNOTATE_URL_CUTLASS=... ANNOTATE_URL_CCCL=... \
+    python benchmarks/fetch_bench.py [--repeat N] [--routes git,archive]
+
+The git route is measured against the mirrors those variables name (local paths or URLs).
 
 git     : URL overrides to local snapshots (DIR/<owner>+<repo>/repo, as the `fetch` search tool
           leaves them), the way a user with an internal mirror runs it; skipped without them.
@@ -27,8 +30,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SNAPSHOTS = {"FLASHINFER": "flashinfer-ai+flashinfer", "FLASH_ATTENTION": "Dao-AILab+flash-attention",
-             "CUTLASS": "NVIDIA+cutlass"}
+MIRROR_VARS = ("ANNOTATE_URL_FLASHINFER", "ANNOTATE_URL_FLASH_ATTENTION", "ANNOTATE_URL_CUTLASS", "ANNOTATE_URL_CCCL")
 
 
 def run(env: dict[str, str], *args: str) -> float:
@@ -66,18 +68,18 @@ def fmt(xs: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mirrors", default="/work/.mirror", help="directory holding the upstream snapshots")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--routes", default="git,archive")
     a = ap.parse_args()
     routes = a.routes.split(",")
     rows = []
     if "git" in routes:
-        mirrors = {f"ANNOTATE_URL_{k}": str(Path(a.mirrors) / v / "repo") for k, v in SNAPSHOTS.items()}
-        if all(Path(p).is_dir() for p in mirrors.values()):
-            rows.append(("git (local snapshots)", *bench(mirrors, ["--via", "git"], a.repeat)))
+        mirrors = {v: os.environ[v] for v in MIRROR_VARS if os.environ.get(v)}
+        if len(mirrors) == len(MIRROR_VARS):
+            rows.append(("git (mirrors)", *bench(mirrors, ["--via", "git"], a.repeat)))
         else:
-            print(f"git: no snapshots under {a.mirrors}; skipped", file=sys.stderr)
+            print(f"git: set {', '.join(MIRROR_VARS)} to mirrors to measure the git route; skipped",
+                  file=sys.stderr)
     if "archive" in routes:
         with tempfile.TemporaryDirectory(prefix="annotate-bench-dl-") as keep:
             saved = Path(keep) / "downloads"

@@ -3,7 +3,7 @@ with ctags's own errors corrected by hand in tests/data/index_recall_corrections
 precision/recall on hand-labelled kernels (tests/data/index_fact_labels.yaml), and cold/warm
 index time of every fetched pin.
 
-    ANNOTATE_CACHE_DIR=/work/devcache python benchmarks/index_bench.py [--recall] [--facts] [--time] [-v]
+    ANNOTATE_CACHE_DIR=<cache> python benchmarks/index_bench.py [--recall] [--facts] [--time] [-v]
 """
 
 from __future__ import annotations

@@ -21,6 +21,19 @@ from annotate.harness.spec import KernelSpec, Shape, load_reference
 RECORD_SCHEMA = 1
 
 
+def _portable_build(config, build: dict) -> dict:
+    """The build section with its directory relative to the cache (records travel and get
+    committed; the machine's cache path means nothing elsewhere)."""
+    from pathlib import Path
+
+    d = Path(build.get("directory") or "")
+    try:
+        build = {**build, "directory": "$ANNOTATE_CACHE_DIR/" + d.relative_to(config.cache_dir).as_posix()}
+    except ValueError:
+        pass
+    return build
+
+
 def require_gpu() -> None:
     try:
         import torch
@@ -238,7 +251,7 @@ def run_kernel(config: Config, spec: KernelSpec, opts: RunOptions,
         "command": "annotate run " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["run"] else sys.argv[1:]),
         "device": device,
         "fatal": fatal,
-        "build": build.to_json(),
+        "build": _portable_build(config, build.to_json()),
         "baseline": spec.baseline,
         "bound": spec.bound,
         "peaks": peaks.to_json() if peaks else None,
