@@ -222,3 +222,13 @@ def test_compile_failure_shows_first_errors_and_the_generated_file(tmp_path):
     assert "compiling toy failed" in err.message and "error" in err.message
     assert "launcher.cu" in err.message  # nvcc names the staged file and line
     assert "generated sources:" in err.hint and str(cfg.builds_dir()) in err.hint
+
+
+def test_records_store_the_build_directory_relative_to_the_cache(tmp_config):
+    # records are committed and shown on the site: no machine's cache path in them
+    from annotate.harness.runner import _portable_build
+
+    inside = {"directory": str(tmp_config.builds_dir() / "rmsnorm-0123456789abcdef"), "cached": True}
+    assert _portable_build(tmp_config, inside)["directory"] == "$ANNOTATE_CACHE_DIR/builds/rmsnorm-0123456789abcdef"
+    outside = {"directory": "/elsewhere/build", "cached": False}
+    assert _portable_build(tmp_config, outside) == outside
