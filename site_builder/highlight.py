@@ -39,16 +39,6 @@ QUERIES_DIR = Path(__file__).parent / "queries"
 Line = tuple[tuple[int, int, str], ...]
 
 
-def language_of(path: str) -> str | None:
-    """The highlighting language of a source path, or None for files the site shows as text."""
-    if path.endswith(".py"):
-        return "python"
-    if path.rsplit(".", 1)[-1] in CUDA_SUFFIXES:
-        return "cuda"
-    return None
-
-
-CUDA_SUFFIXES = frozenset({"cu", "cuh", "h", "hpp", "hh", "cpp", "cc", "cxx", "c", "inl", "ipp"})
 
 
 @lru_cache(maxsize=None)

@@ -14,7 +14,8 @@ from typing import Any
 
 from site_builder import graph, names
 from site_builder.facts import fact_style
-from site_builder.highlight import language_of
+# which files are sources, and in which language, is the index's decision (one function for both)
+from annotate.index.parse import language_of
 from site_builder.markdown import plain_text, render_markdown
 from site_builder.model import (
     CallNote,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic, UsageError
+from annotate.fetch.lock import git_blob_id
 from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
 
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".github"}
@@ -316,7 +317,7 @@ def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
     entries: list[tuple[str, str, bytes | None]] = []
     for rel in rels:
         data = (root / rel).read_bytes()
-        entries.append((rel, cache.git_blob_id(data), data))
+        entries.append((rel, git_blob_id(data), data))
     stats = {"files": len(entries), "parsed": 0, "cached_files": 0, "resolved_cache": False}
     tkey = cache.tree_key(resolve_version(), [(p, b) for p, b, _ in entries])
     if config is not None:

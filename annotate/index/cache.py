@@ -21,12 +21,6 @@ from pathlib import Path
 from annotate.config import Config
 
 
-def git_blob_id(data: bytes) -> str:
-    h = hashlib.sha1(b"blob %d\0" % len(data))
-    h.update(data)
-    return h.hexdigest()
-
-
 def file_key(upstream: str, path: str, blob: str) -> str:
     return hashlib.sha1(f"{upstream}\0{path}\0{blob}".encode()).hexdigest()
 
