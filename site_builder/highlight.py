@@ -18,6 +18,8 @@ import pickle
 from functools import lru_cache
 from pathlib import Path
 
+from annotate.atomic import write_atomic
+
 # Capture name in the .scm files -> the one-letter token class the templates know.
 TOKEN_CLASSES = {
     "comment": "c",
@@ -117,11 +119,7 @@ def cached_highlight(text: str, language: str | None, cache_dir: Path | None) ->
         pass
     result = highlight(text, language)
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{id(result)}.tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(path)
+        write_atomic(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         pass  # a read-only cache only costs speed
     return result

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder import names
+from annotate.atomic import write_atomic
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,7 @@ def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manife
         if path.parent not in made_dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             made_dirs.add(path.parent)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_atomic(path, data, mkdir=False)
         written += 1
         nbytes += len(data)
     if previous is not None:
@@ -85,7 +83,5 @@ def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manife
             return WriteStats(written, unchanged, removed, nbytes)
     except OSError:
         pass
-    tmp = mpath.with_name(f".{mpath.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(mpath)
+    write_atomic(mpath, text)
     return WriteStats(written, unchanged, removed, nbytes)

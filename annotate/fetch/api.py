@@ -36,6 +36,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
 from annotate.fetch.progress import Reporter
 from annotate.upstreams import Upstream, load_upstreams
+from annotate.atomic import write_atomic
 
 ROUTES = ("auto", "git", "archive")
 RECORD_VERSION = 1
@@ -141,9 +142,7 @@ def read_record(config: Config, up: Upstream) -> FetchRecord | None:
 
 def _write_record(config: Config, rec: FetchRecord) -> None:
     path = config.fetch_record(rec.name, rec.commit)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(rec.to_json(), indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(rec.to_json(), indent=1) + "\n")
 
 
 def fetched_root(config: Config, name: str) -> Path | None:

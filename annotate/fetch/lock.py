@@ -23,6 +23,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.upstreams import Submodule, Upstream
+from annotate.atomic import write_atomic
 
 
 def git_blob_id(data: bytes) -> str:
@@ -146,10 +147,7 @@ def lock_from_git(gitdir: Path, name: str, commit: str, paths: tuple[str, ...]) 
 def write_lock(path: Path, lock: Lock) -> None:
     data = {"name": lock.name, "commit": lock.commit, "paths": list(lock.paths),
             "files": dict(sorted(lock.files.items()))}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
 def lock_targets(config: Config, ups: dict[str, Upstream]) -> dict[str, tuple[Upstream | Submodule, Upstream]]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.harness.spec import KernelSpec
+from annotate.atomic import write_atomic
 
 # torch.utils.cpp_extension defines these; FlashInfer's vec_dtypes.cuh needs half<->float
 # conversions and operators, so undo them (as FlashInfer's own JIT does).
@@ -255,10 +256,7 @@ def write_if_different(path: Path, text: str) -> bool:
     """Rewrite only on change, so ninja's timestamps stay meaningful."""
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)
     return True
 
 

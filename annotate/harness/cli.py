@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
 
 def handle(args: argparse.Namespace, config: Config) -> int:
-    from annotate.harness.spec import load_spec, load_specs
+    from annotate.harness.spec import load_spec
 
     if args.list:
         return _list(config, args.json)

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import os
 import pickle
-import tempfile
 from pathlib import Path
 
+from annotate.atomic import write_atomic
 from annotate.config import Config
 
 
@@ -55,21 +54,7 @@ def read(path: Path):
 
 
 def write(config: Config, path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = config.tmp_dir()
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=tmp_dir, suffix=".pickle")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.chmod(tmp, 0o644)  # the cache may be shared by several users of one machine
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def prune_resolved(config: Config, upstream: str, keep: Path, keep_last: int = 3) -> None:

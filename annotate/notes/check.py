@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import Diagnostic
 from annotate.notes import api
+from annotate.atomic import write_atomic
 from annotate.notes.history import (BodyStore, GitRepo, Indexer, find_in_history, git_dir_for,
                                     short_diff)
 
@@ -219,9 +219,7 @@ def write_fingerprints(config: Config, items) -> int:
             if new is not None and new != text:
                 text = new
                 n += 1
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
+        write_atomic(p, text)
     return n
 
 

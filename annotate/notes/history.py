@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from annotate.config import Config
+from annotate.atomic import write_atomic
 
 # index_directory(upstream, root, paths) -> Index; injectable for tests
 Indexer = Callable[[str, Path, list], object]
@@ -48,12 +49,9 @@ class BodyStore:
 
     def put(self, fp: str, text: str) -> None:
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
             p = self.dir / f"{fp}.txt"
             if not p.exists():
-                tmp = p.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, p)
+                write_atomic(p, text)
         except OSError:
             pass  # the store is a convenience; a read-only cache must not fail a check
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from annotate.errors import AnnotateError, UsageError
 from annotate.notes import api
 from annotate.notes.history import BodyStore
 from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
+from annotate.atomic import write_atomic
 
 MAX_MEMORY = 8
 MAX_CALLS = 12
@@ -157,9 +157,7 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
 
 
 def _write(p: Path, text: str) -> None:
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, p)
+    write_atomic(p, text)
 
 
 def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:

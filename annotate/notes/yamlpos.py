@@ -169,7 +169,7 @@ def load_yaml(text: str) -> Loaded:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise YamlProblem(f"YAML error: {first}", line, col) from None
     except RecursionError:
-        raise YamlProblem(f"YAML nesting is too deep", 1, 1, code="yaml-too-deep") from None
+        raise YamlProblem("YAML nesting is too deep", 1, 1, code="yaml-too-deep") from None
     if root is None:
         raise YamlProblem("the file holds no YAML document", 1, 1, code="yaml-empty")
     out = Loaded(data=None)
