@@ -392,3 +392,13 @@ def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(
     assert only(r, "not-in-checkout").severity == "warning"
     assert only(r, "missing-file").severity == "error"
     assert r.counts()["unchecked"] == 1 and r.counts()["broken"] == 0
+
+
+def test_harness_must_name_a_runnable_kernel(tmp_config, index, root):
+    # vendor_kernels/common/ and results/ are folders, not harnesses: only folders with a spec count
+    fp = fp_of(index, "demo::norm::warp_reduce")
+    good = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    harness: rmsnorm\n")
+    assert "unknown-harness" not in codes(good)
+    for bad in ("common", "results", "rmsnrom"):
+        r = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    harness: {bad}\n")
+        assert only(r, "unknown-harness").severity == "warning", bad

@@ -193,10 +193,11 @@ def run_check(config: Config, index, root: Path | None = None, *, refresh: bool 
 
 
 def discover_harnesses(config: Config) -> set[str] | None:
-    """Names of vendor_kernels/<name>/ harness folders; None (no check) if there are none yet."""
-    d = config.kernels_dir
+    """Names `annotate run` knows (folders with a spec.yaml); None (no check) if there are none yet."""
+    from annotate.harness.spec import kernel_names
+
     try:
-        names = {p.name for p in d.iterdir() if p.is_dir() and p.name not in ("locks", "__pycache__")}
+        names = set(kernel_names(config))
     except OSError:
         return None
     return names or None
