@@ -71,6 +71,9 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
     if index is None:
         if fetch:
             _ensure_fetched(config, list(chosen), progress)
+            # a fetch just now changed the records the stamp reads: take it again, or the next
+            # build would not be recognised as a no-op
+            stamp = input_stamp(config, chosen)
         index = _load_index(config, list(chosen), progress)
         clock.lap("index")
     if annotations is None:

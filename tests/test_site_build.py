@@ -127,6 +127,24 @@ def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
     assert rep.pages_rendered == 1 and (out / names.source_page(UP, DECODE)).is_file()
 
 
+def test_a_build_that_fetched_is_followed_by_a_noop(demo_repo, tmp_path, monkeypatch):
+    # the first `annotate build` on a fresh machine fetches, which writes the fetch records the
+    # stamp reads; the build after it must still be recognised as a no-op
+    import site_builder.build as build_mod
+
+    up = demo_upstream()
+    record = demo_repo.fetch_record(up.name, up.commit)
+    record.unlink()
+
+    def fake_fetch(config, names_, progress):
+        _write_fetch_record(config, up)
+
+    monkeypatch.setattr(build_mod, "_ensure_fetched", fake_fetch)
+    out = tmp_path / "site"
+    assert not build_site(demo_repo, out).noop
+    assert build_site(demo_repo, out).noop
+
+
 def test_cli_commands_registered():
     from annotate.cli import build_parser
 
