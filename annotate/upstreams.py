@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import yaml
@@ -11,11 +12,22 @@ from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
 
 
+def matches_exclude(path: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a repository-relative path is left out of a pin by its `exclude` patterns.
+
+    The one matcher behind every writer of a pin's file set (`annotate lock`, the git route's
+    sparse checkout, the archive route), so that all three agree file for file. Rules of
+    fnmatch, case-sensitive, on the whole path: `*` and `?` also match '/'."""
+    return any(fnmatchcase(path, p) for p in patterns)
+
+
 @dataclass(frozen=True)
 class ArchiveSpec:
     requirement: str  # a pip requirement, e.g. "flashinfer-python==0.6.17"
     kind: str  # "wheel" | "sdist"
-    map: dict[str, str]  # archive member prefix -> path in the checkout
+    # archive member -> path in the checkout. A key ending in '/' names every member below it,
+    # any other key one member; the longest key that names a member wins; None leaves it out.
+    map: dict[str, str | None]
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -29,6 +41,11 @@ class Submodule:
     lock: str
     web: str = ""
     index: bool = True  # false for build-only dependencies the reader never needs (CCCL)
+    exclude: tuple[str, ...] = ()  # patterns of files under `paths` that no route fetches
+
+    def excludes(self, path: str) -> bool:
+        """`path` relative to the submodule's root."""
+        return matches_exclude(path, self.exclude)
 
 
 @dataclass(frozen=True)
@@ -44,10 +61,18 @@ class Upstream:
     lock: str  # relative to vendor_kernels/
     archive: ArchiveSpec | None
     submodules: tuple[Submodule, ...] = ()
+    exclude: tuple[str, ...] = ()  # patterns of files under `paths` that no route fetches
 
     @property
     def short(self) -> str:
         return self.commit[:12]
+
+    def excludes(self, path: str) -> bool:
+        """`path` relative to the checkout root; below a submodule's path its own patterns apply."""
+        for s in self.submodules:
+            if path.startswith(s.path + "/"):
+                return s.excludes(path[len(s.path) + 1:])
+        return matches_exclude(path, self.exclude)
 
     def index_paths(self) -> list[str]:
         """Paths (relative to the checkout root) the index reads: the pin's own sparse paths and
@@ -72,6 +97,35 @@ def _require(d: dict, key: str, where: str):
     return d[key]
 
 
+def _exclude(d: dict, where: str) -> tuple[str, ...]:
+    raw = d.get("exclude") or []
+    if not isinstance(raw, list) or not all(isinstance(p, str) and p.strip() for p in raw):
+        raise AnnotateError(f"{where}.exclude: expected a list of glob patterns (strings)")
+    for p in raw:
+        if p.startswith("/"):
+            raise AnnotateError(f"{where}.exclude: {p!r}: patterns are relative to the repository root, "
+                                f"without a leading '/'")
+    return tuple(raw)
+
+
+def _archive_map(raw, where: str) -> dict[str, str | None]:
+    if not isinstance(raw, dict) or not raw:
+        raise AnnotateError(f"{where}.archive.map: expected a mapping of archive members to checkout paths")
+    out: dict[str, str | None] = {}
+    for key, target in raw.items():
+        if not isinstance(key, str) or not key or key.startswith("/"):
+            raise AnnotateError(f"{where}.archive.map: {key!r}: expected a relative member name or folder")
+        if target is None:
+            out[key] = None
+            continue
+        if not isinstance(target, str) or key.endswith("/") != target.endswith("/"):
+            raise AnnotateError(
+                f"{where}.archive.map: {key!r}: {target!r}: a folder ('/' at the end) maps onto a folder, "
+                f"a file onto a file, or either onto null (left out)")
+        out[key] = target
+    return out
+
+
 def load_upstreams(config: Config) -> dict[str, Upstream]:
     """All pins, in file order. Raises AnnotateError naming the file on malformed input."""
     path = config.upstreams_file
@@ -94,6 +148,7 @@ def load_upstreams(config: Config) -> dict[str, Upstream]:
                 url=_require(s, "url", where), commit=_require(s, "commit", where),
                 paths=tuple(_require(s, "paths", where)), lock=_require(s, "lock", where),
                 web=s.get("web", ""), index=bool(s.get("index", True)),
+                exclude=_exclude(s, f"{where}.submodules.{s.get('name')}"),
             )
             for s in d.get("submodules") or []
         )
@@ -109,9 +164,10 @@ def load_upstreams(config: Config) -> dict[str, Upstream]:
             lock=_require(d, "lock", where),
             archive=ArchiveSpec(
                 requirement=_require(arch, "requirement", where), kind=_require(arch, "kind", where),
-                map=dict(_require(arch, "map", where)), env=dict(arch.get("env") or {}),
+                map=_archive_map(_require(arch, "map", where), where), env=dict(arch.get("env") or {}),
             ) if arch else None,
             submodules=subs,
+            exclude=_exclude(d, where),
         )
     return out
 

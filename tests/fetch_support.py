@@ -50,8 +50,16 @@ def commit_all(repo: Path, msg: str, files) -> str:
 
 SUB_V1 = {"inc/sub.h": "// sub v1\n", "inc/deep/x.inl": "// x\n", "other/big.bin": "not fetched\n"}
 SUB_V2 = {"inc/sub.h": "// sub v2 (after the pin)\n"}
+# The Python package (outside the default sparse paths; package_world pins it): code the wheel
+# ships, two kinds of non-code file it does not (excluded), and a name full of glob characters.
+PKG_V1 = {"demo_kernels/__init__.py": "from .core import run\n", "demo_kernels/core.py": "def run():\n    pass\n",
+          "demo_kernels/jit/build.py": "def build():\n    pass\n", "demo_kernels/notes/keep.py": "KEEP = 1\n",
+          "demo_kernels/notes/NOTES.md": "not shipped\n", "demo_kernels/notes/odd [1]*.md": "not shipped\n",
+          "demo_kernels/jit/run_tests.sh": "#!/bin/sh\n"}
+PKG_EXCLUDE = ["demo_kernels/notes/*.md", "demo_kernels/*/run_*.sh"]
+PKG_EXCLUDED = ("demo_kernels/notes/NOTES.md", "demo_kernels/notes/odd [1]*.md", "demo_kernels/jit/run_tests.sh")
 DEMO_V1 = {"src/a.cu": "__global__ void a() {}\n", "src/b.cuh": "// b v1\n",
-           "include/demo/h.h": "#pragma once\n", "docs/readme.md": "outside the sparse paths\n"}
+           "include/demo/h.h": "#pragma once\n", "docs/readme.md": "outside the sparse paths\n", **PKG_V1}
 DEMO_V2 = {"src/b.cuh": "// b v2 (after the pin)\n"}
 
 
@@ -123,6 +131,44 @@ def make_world(tmp: Path, *, extra_paths: tuple[str, ...] = ()) -> World:
            "ANNOTATE_PIP_ARGS": f"--no-index --find-links {index}", "ANNOTATE_GIT_TIMEOUT": "2"}
     return World(root=root, cache=tmp / "cache", sub_repo=sub, demo_repo=demo, sub_commit=sub_commit,
                  demo_commit=demo_commit, index_dir=index, env=env)
+
+
+def package_world(tmp: Path, *, sub_exclude: tuple[str, ...] = ()) -> World:
+    """make_world with the Python package pinned too, as FlashInfer's pin takes flashinfer/: the
+    wheel's package maps onto itself, its data/ folder and generated _build_meta.py are left out
+    but for the folders mapped onto git's places, and PKG_EXCLUDE leaves out what the wheel lacks."""
+    world = make_world(tmp)
+    pins = world.pins()
+    demo = pins["upstreams"]["demo"]
+    demo["paths"] = ["src/", "include/", "demo_kernels/"]
+    demo["exclude"] = list(PKG_EXCLUDE)
+    demo["archive"]["map"] = {
+        "demo_kernels/": "demo_kernels/", "demo_kernels/data/": None, "demo_kernels/_build_meta.py": None,
+        "demo_kernels/data/src/": "src/", "demo_kernels/data/include/": "include/",
+        "demo_kernels/data/sub/inc/": "third/sub/inc/"}
+    if sub_exclude:
+        demo["submodules"][0]["exclude"] = list(sub_exclude)
+    world.write_pins(pins)
+    locks.write_lock(world.root / "vendor_kernels/locks/demo.json",
+                     locks.lock_from_git(world.demo_repo / ".git", "demo", world.demo_commit,
+                                         tuple(demo["paths"]), tuple(PKG_EXCLUDE)))
+    locks.write_lock(world.root / "vendor_kernels/locks/sub.json",
+                     locks.lock_from_git(world.sub_repo / ".git", "sub", world.sub_commit, ("inc/",), sub_exclude))
+    return world
+
+
+def package_wheel_members(with_excluded: bool = False) -> dict[str, bytes]:
+    """wheel_members plus the package as a wheel ships it: no excluded file (unless asked for),
+    a generated _build_meta.py and data/ files that belong to no pinned path."""
+    members = wheel_members()
+    members.pop("demo_kernels/__init__.py")
+    for rel, text in PKG_V1.items():
+        if with_excluded or rel not in PKG_EXCLUDED:
+            members[rel] = text.encode()
+    members["demo_kernels/_build_meta.py"] = b"__version__ = '1.0'\n"
+    members["demo_kernels/data/vendored/other.h"] = b"// a third party's header\n"
+    members["demo_kernels/data/build_backend.py"] = b"# packaging\n"
+    return members
 
 
 def wheel_members(tamper: str | None = None, drop: tuple[str, ...] = ()) -> dict[str, bytes]:

@@ -33,8 +33,12 @@ def test_archive_route_fetches_both_pins_and_every_file_matches_the_lock(tmp_pat
 
     fi = recs["flashinfer"]
     assert fi.route == "archive" and fi.verified == "full" and fi.missing == ()
-    # 818 files of FlashInfer's own + 1993 headers of its vendored CCCL (3rdparty/cccl)
-    assert fi.files == len(expected_files(cfg, ups["flashinfer"])) == 818 + 1993
+    # 1326 files of FlashInfer's own (include/, csrc/ and the Python package flashinfer/, less the
+    # 7 non-code files the wheel lacks, which the pin excludes) + 1993 headers of its vendored CCCL
+    assert fi.files == len(expected_files(cfg, ups["flashinfer"])) == 1326 + 1993
+    for rel in ("flashinfer/norm/__init__.py", "flashinfer/decode.py", "flashinfer/jit/core.py"):
+        assert (fi.root / rel).is_file(), rel
+    assert not (fi.root / "flashinfer/_build_meta.py").exists()  # generated into the wheel, not in git
 
     fa = recs["flash-attention"]
     assert fa.route == "archive" and fa.verified == "partial"
@@ -64,5 +68,32 @@ def test_git_route_through_url_overrides_to_local_snapshots(tmp_path):
     for name, rec in recs.items():
         assert rec.route == "git" and rec.verified == "full" and rec.missing == (), name
     assert recs["flash-attention"].submodules[0].files == 771
+    assert recs["flashinfer"].files == 1326 + 1993
     assert recs["flashinfer"].submodules[0].files == 1993
     verify_fetched(cfg, progress=False)
+
+
+def _files(root: Path) -> dict[str, str]:
+    from annotate.fetch.lock import file_blob_id
+
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            out[p.relative_to(root).as_posix()] = file_blob_id(p)
+    return out
+
+
+@pytest.mark.skipif(not all(MIRRORS[n].is_dir() for n in ("flashinfer", "cccl")),
+                    reason="ANNOTATE_URL_{FLASHINFER,CCCL} do not name local git mirrors")
+def test_flashinfer_by_both_routes_is_the_same_tree(tmp_path):
+    """The pin's exclude patterns and archive map make the wheel give exactly the git route's files."""
+    env = {**_clean_env(), **{url_env_var(n): str(MIRRORS[n]) for n in ("flashinfer", "cccl")}}
+    [g] = ensure_fetched(Config.load(environ=env, cache_dir=tmp_path / "git"), ["flashinfer"], via="git",
+                         progress=False)
+    [a] = ensure_fetched(Config.load(environ=_clean_env(), cache_dir=tmp_path / "archive"), ["flashinfer"],
+                         via="archive", progress=False)
+    assert g.verified == a.verified == "full"
+    by_git, by_archive = _files(g.root), _files(a.root)
+    assert by_git == by_archive and len(by_git) == 1326 + 1993
+    assert not any("cutedsl_megamoe/" in p and p.endswith((".md", ".sh")) for p in by_git)

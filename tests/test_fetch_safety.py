@@ -43,9 +43,9 @@ def test_interrupted_fetch_keeps_the_previous_cache(world, monkeypatch, exc_type
     real = gitroute.checkout
     calls = []
 
-    def crashing(config, url, commit, paths, dest, reporter, label):
+    def crashing(config, url, commit, paths, dest, reporter, label, **kw):
         calls.append(label)
-        repo = real(config, url, commit, paths, dest, reporter, label)
+        repo = real(config, url, commit, paths, dest, reporter, label, **kw)
         if label == "sub":
             raise exc_type("simulated crash")
         return repo
@@ -66,8 +66,8 @@ def test_interrupted_first_fetch_leaves_nothing(world, monkeypatch):
     cfg = world.config()
     real = archive.extract_verified
 
-    def half(archive_path, spec, expected, dest, reporter):
-        real(archive_path, spec, expected, dest, reporter)  # every file written...
+    def half(archive_path, spec, expected, dest, reporter, **kw):
+        real(archive_path, spec, expected, dest, reporter, **kw)  # every file written...
         raise RuntimeError("killed before the rename")
 
     monkeypatch.setattr(archive, "extract_verified", half)

@@ -6,6 +6,12 @@ $ANNOTATE_PIP_ARGS or the config file's [fetch] pip_args. Every file taken from 
 carry the git blob id the lock records at the pinned commit; a file that differs, or that the
 lock does not know, is an error naming it. Files of the lock that the archive lacks are listed as
 missing (the release of flash-attn, for one, ships little of hopper/).
+
+The pin's `archive.map` says where members go: the longest key naming a member wins (a key ending
+in '/' names everything below it), and a null target leaves the member out, so that
+`flashinfer/: flashinfer/` can take a package while `flashinfer/data/: null` keeps its bundled
+data out. Members that land on a file the pin's `exclude` patterns match are left out too, by the
+matcher the lock writer and the git route use.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import tempfile
 import threading
 import zipfile
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -178,12 +185,15 @@ def _members(archive: Path):
                 yield m.name, "dir" if m.isdir() else "other", m.mode, (lambda: b"")
 
 
-def _map_member(name: str, mapping: dict[str, str]) -> str | None:
+def _map_member(name: str, mapping: dict[str, str | None]) -> str | None:
+    """Where member `name` goes in the checkout; None when no key names it or the winning key's
+    target is null."""
     best = None
-    for prefix in mapping:
-        if name.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    if best is None:
+    for key in mapping:
+        names_it = name.startswith(key) if key.endswith("/") else name == key
+        if names_it and (best is None or len(key) > len(best)):
+            best = key
+    if best is None or mapping[best] is None:
         return None
     rel = mapping[best] + name[len(best):]
     p = PurePosixPath(rel)
@@ -200,8 +210,9 @@ def _count_members(archive: Path) -> int:
 
 
 def extract_verified(archive: Path, spec: ArchiveSpec, expected: dict[str, str], dest: Path,
-                     reporter: Reporter) -> ArchiveResult:
-    """Write every mapped member under `dest`, each checked against `expected` (path -> blob id)."""
+                     reporter: Reporter, excludes: Callable[[str], bool] = lambda rel: False) -> ArchiveResult:
+    """Write every mapped member under `dest` that `excludes` (checkout-relative path -> bool) keeps,
+    each checked against `expected` (path -> blob id)."""
     bad: list[tuple[str, str]] = []
     written: set[str] = set()
     total = _count_members(archive) or None  # a tar.gz is read once: its bar counts without a total
@@ -212,7 +223,7 @@ def extract_verified(archive: Path, spec: ArchiveSpec, expected: dict[str, str],
                 if kind == "dir":
                     continue
                 rel = _map_member(name, spec.map)
-                if rel is None:
+                if rel is None or excludes(rel):
                     continue
                 if kind == "other":
                     bad.append((rel, "not a regular file"))
@@ -261,4 +272,4 @@ def fetch_archive(config: Config, up: Upstream, dest: Path, reporter: Reporter) 
     expected = locks.expected_files(config, up)
     archive = download(config, up.archive, reporter)
     dest.mkdir(parents=True, exist_ok=True)
-    return extract_verified(archive, up.archive, expected, dest, reporter)
+    return extract_verified(archive, up.archive, expected, dest, reporter, excludes=up.excludes)

@@ -125,14 +125,14 @@ def cmd_lock(args, config) -> int:
         pin, _owner = targets[n]
         if args.source:
             gitdir = locks.resolve_gitdir(Path(args.source))
-            lock = locks.lock_from_git(gitdir, n, pin.commit, pin.paths)
+            lock = locks.lock_from_git(gitdir, n, pin.commit, pin.paths, pin.exclude)
         else:
             from annotate.fetch.gitroute import local_path
 
             url, _origin = config.url_for(n, pin.url)
             lp = local_path(url)
             if lp is not None:
-                lock = locks.lock_from_git(locks.resolve_gitdir(lp), n, pin.commit, pin.paths)
+                lock = locks.lock_from_git(locks.resolve_gitdir(lp), n, pin.commit, pin.paths, pin.exclude)
             else:
                 # only trees are needed: a blobless fetch of the one commit
                 from annotate.fetch.gitroute import checkout_trees
@@ -140,7 +140,7 @@ def cmd_lock(args, config) -> int:
                 config.tmp_dir().mkdir(parents=True, exist_ok=True)
                 with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{n}-") as tmp:
                     repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
-                    lock = locks.lock_from_git(Path(repo.git_dir), n, pin.commit, pin.paths)
+                    lock = locks.lock_from_git(Path(repo.git_dir), n, pin.commit, pin.paths, pin.exclude)
                     repo.close()
         out = config.lock_file(pin.lock)
         locks.write_lock(out, lock)

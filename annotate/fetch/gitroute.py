@@ -6,6 +6,11 @@ gets an empty repository and `git fetch --depth=1 --filter=blob:none origin <com
 the pinned commit's trees come over and the checkout then pulls just the blobs of the sparse
 paths. Servers that refuse a fetch by commit id get a blobless fetch of all branches and tags.
 
+A pin's `exclude` patterns are applied to the commit's tree by the same matcher the lock writer
+and the archive route use; the sparse checkout gets each excluded file as a negated literal
+pattern, so git never fetches those blobs, and the tree on disk is then compared with the
+selection file by file.
+
 The finished tree carries no .git: both routes leave the same files, verified against the same
 lock, and the fetch record says which commit they came from.
 """
@@ -25,7 +30,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
 from annotate.fetch.progress import Reporter
-from annotate.upstreams import Upstream
+from annotate.upstreams import Submodule, Upstream, matches_exclude
 
 # A remote that stops sending for this long is abandoned (git's own low-speed guard).
 LOW_SPEED_SECONDS = 30
@@ -167,8 +172,17 @@ def _raise_git(what: str, url: str, exc: Exception) -> None:
     raise AnnotateError(f"git: {what} from {url} failed: {msg}") from None
 
 
-def _sparse_patterns(paths: tuple[str, ...]) -> str:
-    return "".join("/" + p.lstrip("/") + "\n" for p in paths)
+def _literal(path: str) -> str:
+    """A path as a sparse-checkout (gitignore) pattern that matches exactly that path."""
+    path = re.sub(r"([\\*?\[])", r"\\\1", path)
+    return path[:-1] + "\\ " if path.endswith(" ") else path
+
+
+def _sparse_patterns(paths: tuple[str, ...], excluded: list[str] = ()) -> str:
+    """The pin's folders, then every excluded file under them as a negated literal: git decides
+    nothing by itself, the pin's own matcher chose the files."""
+    return ("".join("/" + p.lstrip("/") + "\n" for p in paths)
+            + "".join("!/" + _literal(p) + "\n" for p in excluded))
 
 
 def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter, label: str):
@@ -213,18 +227,21 @@ def checkout_trees(config: Config, url: str, commit: str, dest: Path):
 
 
 def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest: Path,
-             reporter: Reporter, label: str):
-    """Put `paths` of `commit` from `url` into the new directory `dest` (with a .git); returns the Repo."""
+             reporter: Reporter, label: str, exclude: tuple[str, ...] = ()):
+    """Put `paths` of `commit` from `url`, less the files `exclude` matches, into the new directory
+    `dest` (with a .git); returns the Repo."""
     git = _gitpython()
 
     env = _git_env(config)
     repo = obtain(config, url, commit, dest, reporter, label)
     gitdir = Path(repo.git_dir)
+    excluded = sorted(p for _m, _o, p in locks.tree_entries(gitdir, commit, paths)
+                      if matches_exclude(p, exclude)) if exclude else []
     with repo.config_writer() as cw:
         cw.set_value("core", "sparseCheckout", "true")
         cw.set_value("core", "autocrlf", "false")  # files must stay byte-identical to the blobs
     (gitdir / "info").mkdir(exist_ok=True)
-    (gitdir / "info" / "sparse-checkout").write_text(_sparse_patterns(paths), encoding="utf-8")
+    (gitdir / "info" / "sparse-checkout").write_text(_sparse_patterns(paths, excluded), encoding="utf-8")
     with reporter.step(f"git: {label}: checking out {', '.join(paths)}"):
         try:
             repo.git.checkout("--quiet", "--detach", commit, env=env, kill_after_timeout=COMMAND_TIMEOUT)
@@ -236,18 +253,39 @@ def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest
     return repo
 
 
-def _verify_tree(config: Config, gitdir: Path, commit: str, paths: tuple[str, ...], lock_rel: str,
-                 name: str, workdir: Path, prefix: str) -> tuple[int, list[str], bool]:
-    """Compare the commit's tree under `paths` with the lock. Returns (files, missing paths, locked)."""
-    entries = locks.tree_entries(gitdir, commit, paths)
+def _files_on_disk(workdir: Path) -> set[str]:
+    """Every file (and symbolic link) under `workdir`, '/'-separated, its .git left out."""
+    out = set()
+    for dirpath, dirs, files in os.walk(workdir):
+        if dirpath == str(workdir):
+            dirs[:] = [d for d in dirs if d != ".git"]
+        rel = os.path.relpath(dirpath, workdir).replace(os.sep, "/")
+        rel = "" if rel == "." else rel + "/"
+        out.update(rel + f for f in files)
+        out.update(rel + d for d in dirs if os.path.islink(os.path.join(dirpath, d)))
+    return out
+
+
+def _verify_tree(config: Config, gitdir: Path, pin: Upstream | Submodule, workdir: Path,
+                 prefix: str) -> tuple[int, list[str], bool]:
+    """Compare the commit's tree under the pin's paths (less its exclusions) with the lock and with
+    the files on disk. Returns (files, missing paths, locked)."""
+    commit, paths, lock_rel, name = pin.commit, tuple(pin.paths), pin.lock, pin.name
+    entries = locks.pin_entries(gitdir, commit, paths, tuple(pin.exclude))
     tree = {p: oid for _m, oid, p in entries}
     missing = [prefix + p for p in paths if not any(t.startswith(p) or t == p.rstrip("/") for t in tree)]
     for p in tree:
         if not os.path.lexists(workdir / p):
             missing.append(prefix + p)
+    extra = sorted(_files_on_disk(workdir) - set(tree))
+    if extra:
+        raise AnnotateError(f"{name}: git checked out {prefix}{extra[0]}, which the pin does not select"
+                            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""),
+                            hint="git's sparse checkout did not follow the pin's paths and exclude patterns; "
+                                 "check `git --version`")
     locked = config.lock_file(lock_rel).is_file()
     if locked:
-        lock = locks.load_lock(config, lock_rel, name, commit)
+        lock = locks.pin_lock(config, pin)
         for p in sorted(set(tree) | set(lock.files)):
             if tree.get(p) != lock.files.get(p):
                 why = ("not in the lock" if p not in lock.files else
@@ -265,9 +303,9 @@ def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> G
     probe(url, config.git_timeout(), config.environ)
     for sub in up.submodules:  # fail before any transfer when a submodule's remote is unreachable
         probe(config.url_for(sub.name, sub.url)[0], config.git_timeout(), config.environ)
-    repo = checkout(config, url, up.commit, up.paths, dest, reporter, up.name)
+    repo = checkout(config, url, up.commit, up.paths, dest, reporter, up.name, exclude=up.exclude)
     gitdir = Path(repo.git_dir)
-    files, missing, locked = _verify_tree(config, gitdir, up.commit, up.paths, up.lock, up.name, dest, "")
+    files, missing, locked = _verify_tree(config, gitdir, up, dest, "")
     subs = []
     for sub in up.submodules:
         recorded = locks.gitlink_at(gitdir, up.commit, sub.path)
@@ -284,9 +322,9 @@ def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> G
         if sub_dest.exists() and not any(sub_dest.iterdir()):
             sub_dest.rmdir()
         sub_dest.parent.mkdir(parents=True, exist_ok=True)
-        srepo = checkout(config, sub_url, sub.commit, sub.paths, sub_dest, reporter, sub.name)
-        s_files, s_missing, s_locked = _verify_tree(config, Path(srepo.git_dir), sub.commit, sub.paths,
-                                                    sub.lock, sub.name, sub_dest, sub.path + "/")
+        srepo = checkout(config, sub_url, sub.commit, sub.paths, sub_dest, reporter, sub.name,
+                         exclude=sub.exclude)
+        s_files, s_missing, s_locked = _verify_tree(config, Path(srepo.git_dir), sub, sub_dest, sub.path + "/")
         shutil.rmtree(srepo.git_dir)
         files += s_files
         missing += s_missing

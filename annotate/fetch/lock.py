@@ -6,9 +6,11 @@ written by `annotate lock` from any git directory that holds the pinned commit (
 mirror, a clone) and are committed under vendor_kernels/locks/.
 
 Format (JSON, sorted, one file per line so diffs stay readable):
-    {"name": ..., "commit": ..., "paths": [...], "files": {"include/a.h": "<40 hex>", ...}}
-Paths in `files` are relative to the repository the lock describes (for a submodule: the
-submodule's root, not the superproject's).
+    {"name": ..., "commit": ..., "paths": [...], "exclude": [...],
+     "files": {"include/a.h": "<40 hex>", ...}}
+`exclude` (only when the pin has one) holds the pin's patterns; the files they match are not in
+`files`, and no route fetches them. Paths in `files` are relative to the repository the lock
+describes (for a submodule: the submodule's root, not the superproject's).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import AnnotateError
-from annotate.upstreams import Submodule, Upstream
+from annotate.upstreams import Submodule, Upstream, matches_exclude
 from annotate.atomic import write_atomic
 
 
@@ -46,6 +48,7 @@ class Lock:
     commit: str
     paths: tuple[str, ...]
     files: dict[str, str]  # path -> blob id
+    exclude: tuple[str, ...] = ()  # the pin's patterns, when it has any
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """files with `prefix` put in front (a submodule's lock placed inside its superproject)."""
@@ -67,14 +70,26 @@ def load_lock(config: Config, lock_rel: str, name: str, commit: str) -> Lock:
             f"{path}: lock is for commit {str(raw.get('commit'))[:12]}, but the pin of {name} is {commit[:12]}",
             hint=f"regenerate it: annotate lock {name} --from GITDIR")
     return Lock(name=raw.get("name", name), commit=commit, paths=tuple(raw.get("paths") or ()),
-                files=dict(raw.get("files") or {}))
+                files=dict(raw.get("files") or {}), exclude=tuple(raw.get("exclude") or ()))
+
+
+def pin_lock(config: Config, pin: Upstream | Submodule) -> Lock:
+    """The lock of `pin`, which must have been written for the pin's own paths and exclusions:
+    otherwise it would vouch for a different file set than the routes fetch."""
+    lock = load_lock(config, pin.lock, pin.name, pin.commit)
+    if (lock.paths, lock.exclude) != (tuple(pin.paths), tuple(pin.exclude)):
+        raise AnnotateError(
+            f"{config.lock_file(pin.lock)}: lock is for paths {list(lock.paths)} excluding {list(lock.exclude)}, "
+            f"but the pin of {pin.name} has paths {list(pin.paths)} excluding {list(pin.exclude)}",
+            hint=f"regenerate it: annotate lock {pin.name} --from GITDIR")
+    return lock
 
 
 def expected_files(config: Config, up: Upstream) -> dict[str, str]:
     """Every file a complete checkout of `up` holds (superproject + submodules), path -> blob id."""
-    files = dict(load_lock(config, up.lock, up.name, up.commit).files)
+    files = dict(pin_lock(config, up).files)
     for sub in up.submodules:
-        files.update(load_lock(config, sub.lock, sub.name, sub.commit).prefixed(sub.path))
+        files.update(pin_lock(config, sub).prefixed(sub.path))
     return files
 
 
@@ -135,18 +150,33 @@ def has_commit(gitdir: Path, commit: str) -> bool:
                           capture_output=True, env=env).returncode == 0
 
 
-def lock_from_git(gitdir: Path, name: str, commit: str, paths: tuple[str, ...]) -> Lock:
+def pin_entries(gitdir: Path, commit: str, paths: tuple[str, ...],
+                exclude: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    """tree_entries under `paths` less the files the pin's `exclude` patterns match."""
+    return [e for e in tree_entries(gitdir, commit, paths) if not matches_exclude(e[2], exclude)]
+
+
+def lock_from_git(gitdir: Path, name: str, commit: str, paths: tuple[str, ...],
+                  exclude: tuple[str, ...] = ()) -> Lock:
     if not has_commit(gitdir, commit):
         raise AnnotateError(f"commit {commit} not found in {gitdir}", hint="is the mirror up to date?")
-    files = {p: oid for _mode, oid, p in tree_entries(gitdir, commit, paths)}
+    entries = tree_entries(gitdir, commit, paths)
+    for pattern in exclude:  # a pattern that matches nothing is a typo or a pin that moved on
+        if not any(matches_exclude(p, (pattern,)) for _m, _o, p in entries):
+            raise AnnotateError(f"{name}: exclude pattern {pattern!r} matches no file under "
+                                f"{', '.join(paths)} at {commit[:12]}",
+                                hint="fix or drop it in vendor_kernels/upstreams.yaml")
+    files = {p: oid for _mode, oid, p in entries if not matches_exclude(p, exclude)}
     if not files:
         raise AnnotateError(f"{gitdir}: no files under {', '.join(paths)} at {commit[:12]}")
-    return Lock(name=name, commit=commit, paths=paths, files=files)
+    return Lock(name=name, commit=commit, paths=tuple(paths), files=files, exclude=tuple(exclude))
 
 
 def write_lock(path: Path, lock: Lock) -> None:
-    data = {"name": lock.name, "commit": lock.commit, "paths": list(lock.paths),
-            "files": dict(sorted(lock.files.items()))}
+    data = {"name": lock.name, "commit": lock.commit, "paths": list(lock.paths)}
+    if lock.exclude:  # absent otherwise, so that locks of pins without one stay as they were
+        data["exclude"] = list(lock.exclude)
+    data["files"] = dict(sorted(lock.files.items()))
     write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
