@@ -34,14 +34,12 @@ from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import Upstream, load_upstreams
 from annotate.atomic import write_atomic
 
 ROUTES = ("auto", "git", "archive")
 RECORD_VERSION = 1
-# Free space a fetch wants before it starts (MB); the config file's [fetch] min_free_mb overrides it.
-DEFAULT_MIN_FREE_MB = 300
 LOCK_WAIT_SECONDS = 3600
 
 
@@ -287,8 +285,7 @@ def _fetch_one(config: Config, up: Upstream, via: str, reporter: Reporter) -> Fe
     config.tmp_dir().mkdir(parents=True, exist_ok=True)
     config.checkouts_dir().mkdir(parents=True, exist_ok=True)
     _clean_stale_tmp(config, up)
-    need = int(config.fetch_settings.get("min_free_mb", DEFAULT_MIN_FREE_MB))
-    _free_space_check(config, need)
+    _free_space_check(config, config.min_free_mb())
     routes = ["git", "archive"] if via == "auto" else [via]
     why: list[str] = []
     t0 = time.monotonic()

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import ArchiveSpec, Upstream
 
 PIP_TIMEOUT = 1800

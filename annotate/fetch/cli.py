@@ -127,12 +127,12 @@ def cmd_lock(args, config) -> int:
             gitdir = locks.resolve_gitdir(Path(args.source))
             lock = locks.lock_from_git(gitdir, n, pin.commit, pin.paths)
         else:
-            from annotate.fetch.gitroute import local_path
+            from annotate import git
 
             url, _origin = config.url_for(n, pin.url)
-            lp = local_path(url)
-            if lp is not None:
-                lock = locks.lock_from_git(locks.resolve_gitdir(lp), n, pin.commit, pin.paths)
+            where = git.remote(url)
+            if where.local:
+                lock = locks.lock_from_git(locks.resolve_gitdir(where.path), n, pin.commit, pin.paths)
             else:
                 # only trees are needed: a blobless fetch of the one commit
                 from annotate.fetch.gitroute import checkout_trees
@@ -140,8 +140,7 @@ def cmd_lock(args, config) -> int:
                 config.tmp_dir().mkdir(parents=True, exist_ok=True)
                 with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{n}-") as tmp:
                     repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
-                    lock = locks.lock_from_git(Path(repo.git_dir), n, pin.commit, pin.paths)
-                    repo.close()
+                    lock = locks.lock_from_git(repo.git_dir, n, pin.commit, pin.paths)
         out = config.lock_file(pin.lock)
         locks.write_lock(out, lock)
         print(f"{n} {pin.commit[:12]}: {len(lock.files)} files -> {out}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import Upstream
 
 

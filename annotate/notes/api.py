@@ -209,7 +209,7 @@ def _internal(disp: str, exc: BaseException) -> Diagnostic:
 
 def read_document(config: Config, path: Path, disp: str, opts: Options):
     """(Loaded | None, text | None, diagnostics) for one YAML file, syntax level only."""
-    from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
+    from annotate.yamlpos import YamlProblem, decode, load_yaml
 
     diags: list[Diagnostic] = []
     try:

@@ -11,7 +11,7 @@ import io
 import re
 from typing import Any
 
-from annotate.notes.yamlpos import YamlProblem, load_yaml
+from annotate.yamlpos import YamlProblem, load_yaml
 
 _SCALAR = re.compile(r"""'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^\s#,}\]]+""")
 

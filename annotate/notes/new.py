@@ -10,7 +10,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
 from annotate.notes import api
 from annotate.notes.history import BodyStore
-from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
+from annotate.yamlpos import YamlProblem, decode, load_yaml
 from annotate.atomic import write_atomic
 
 MAX_MEMORY = 8

@@ -1,4 +1,5 @@
-"""Safe YAML reading that remembers where every key and value was written.
+"""Safe YAML reading that remembers where every key and value was written: the one YAML reader for
+files people write (annotation files, course maps, the pin file).
 
 PyYAML composes the document into nodes (which carry line/column marks; libyaml's C composer
 where available: ruamel's pure-Python composer was most of `annotate check`'s time); we build plain
@@ -9,7 +10,10 @@ duplicate keys) with a precise position. Positions are 1-based (line, column).
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -51,6 +55,30 @@ class Loaded:
             if not p:
                 return None
             p = p[:-1]
+
+
+def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; YamlProblem otherwise.
+
+    Never reads more than `limit` + 1 bytes and never opens what is not a regular file, so a
+    directory, a FIFO or a link to /dev/zero named like a YAML file is one clear problem.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise YamlProblem(f"cannot read: {exc.strerror or exc}", code="io") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise YamlProblem(f"cannot read: {kind}", code="io")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise YamlProblem(f"cannot read: {exc.strerror or exc}", code="io") from None
+    if len(raw) > limit:
+        raise YamlProblem(f"file is larger than {limit} bytes, the limit for a YAML file here", 1, 1,
+                          code="too-large")
+    return raw
 
 
 def decode(raw: bytes) -> str:
