@@ -27,7 +27,7 @@ def printable(text: object) -> str:
 
 def echo(text: object = "", *, err: bool = False, file: TextIO | None = None) -> None:
     """print() for anything that may hold user or upstream text."""
-    print(printable(text), file=file or (sys.stderr if err else sys.stdout), flush=err)
+    print(printable(text), file=file or (sys.stderr if err else sys.stdout), flush=True)
 
 
 _CONSOLE_CLASS = None

@@ -183,11 +183,13 @@ def fixture_pipeline(config):
 
 
 def build_fixture_site(config, out, annotations=None, **kw):
+    from annotate.project import open_project
     from site_builder.build import build_site
 
     index, notes = fixture_pipeline(config)
-    return build_site(config, out, index=index, annotations=notes if annotations is None else annotations(index),
-                      pins={UP: demo_upstream()}, jobs=1, **kw)
+    project = open_project(config, index=index, annotations=notes if annotations is None else annotations(index),
+                           pins={UP: demo_upstream()})
+    return build_site(project, out, jobs=1, **kw)
 
 
 # ---- a text dump of the page model (the snapshot that a grammar change shows up in) ----------

@@ -169,12 +169,13 @@ def test_real_decode_page(real_config, pinned, tmp_path):
     """The real pins: flashinfer's decode.cuh with the project's own annotations."""
     from selenium.webdriver.common.by import By
 
+    from annotate.project import open_project
     from site_builder.build import build_site
 
     pinned("flashinfer")
     pinned("flash-attention")
     out = tmp_path / "real"
-    build_site(real_config, out)
+    build_site(open_project(real_config, fetch=True), out)
     page = out / names.source_page("flashinfer", "include/flashinfer/attention/decode.cuh")
     with chromium(1600, 1000) as d:
         d.get(page.as_uri())

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
 from annotate.notes import api
-from annotate.notes.history import BodyStore
-from annotate.yamlpos import YamlProblem, decode, load_yaml
 from annotate.atomic import write_atomic
+from annotate.notes.edit import DOCUMENT_END, EditableText
+from annotate.notes.history import BodyStore
+from annotate.yamlpos import YamlProblem, load_yaml
 
 MAX_MEMORY = 8
 MAX_CALLS = 12
@@ -93,7 +95,7 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
     need_sig = len(same_name) > 1
     store = BodyStore(config)
     store.put(sym.fingerprint, api._safe(index.text_of, sym, default="") or "")
-    if not target.exists():
+    if not os.path.lexists(target):
         ref = api.expected_schema_ref(config, target)
         text = "\n".join([api.SCHEMA_LINE_PREFIX + ref,
                           f"upstream: {sym.upstream}",
@@ -101,16 +103,16 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
                           f"overview: {api.TODO} what this file is for",
                           "functions:",
                           *stub_lines(index, sym, sym.qualified_name, need_sig)]) + "\n"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write(target, text)
+        write_atomic(target, text)
         return NewResult(target, sym.qualified_name, 6, True)
 
     try:
-        text = decode(target.read_bytes())
+        original = EditableText.read(target)
+        text = original.text
         loaded = load_yaml(text)
-    except (OSError, YamlProblem) as exc:
-        raise AnnotateError(f"{api.display_path(config, target)}: cannot add to this file: "
-                            f"{getattr(exc, 'message', exc)}", hint="run `annotate check` and fix it first")
+    except YamlProblem as exc:
+        raise AnnotateError(f"{api.display_path(config, target)}: cannot add to this file: {exc.message}",
+                            hint="run `annotate check` and fix it first") from None
     data = loaded.data if isinstance(loaded.data, dict) else None
     if data is None:
         raise AnnotateError(f"{api.display_path(config, target)}: not a mapping", hint="run `annotate check`")
@@ -152,24 +154,30 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
         if not ok:
             raise AnnotateError(f"{api.display_path(config, target)}: cannot add the stub to this file's layout "
                                 "automatically", hint="paste it under `functions:` yourself:\n" + "\n".join(lines))
-    _write(target, new_text)
+    original.write(target, new_text)
     return NewResult(target, key, line, False)
 
 
-def _write(p: Path, text: str) -> None:
-    write_atomic(p, text)
-
-
 def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
-    """Append the stub at the end of the `functions:` block (text-level, layout kept)."""
+    """Append the stub at the end of the `functions:` block (text-level, layout kept), before a
+    `...` document end marker and whatever follows it."""
     lines = text.split("\n")
-    if lines and lines[-1] == "":
+    tail: list[str] = []
+    end_marker = next((i for i in range(len(lines) - 1, -1, -1) if DOCUMENT_END.match(lines[i])), None)
+    if end_marker is not None:
+        lines, tail = lines[:end_marker], lines[end_marker:]
+        while lines and not lines[-1].strip():  # blank lines before the marker stay before it
+            tail.insert(0, lines.pop())
+    elif lines and lines[-1] == "":
         lines.pop()
+        tail = [""]
+    else:
+        tail = [""]  # a file without a final newline gets one after the stub
     data = loaded.data
     if "functions" not in data:
         at = len(lines)
         lines += ["functions:", *stub]
-        return "\n".join(lines) + "\n", at + 2
+        return "\n".join(lines + tail), at + 2
     fline = loaded.keys[("functions",)][0]
     funcs = data["functions"] or {}
     indent = 2
@@ -184,7 +192,7 @@ def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
     while end > fline and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")) and later:
         end -= 1
     lines[end:end] = block
-    return "\n".join(lines) + "\n", end + 1
+    return "\n".join(lines + tail), end + 1
 
 
 def _insert_ruamel(text: str, stub: list[str], key: str) -> tuple[str, int]:
