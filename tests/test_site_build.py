@@ -3,7 +3,6 @@ outputs, incremental rebuilds, the CLI, `annotate serve`; and (slow) the real pi
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -14,38 +13,19 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from site_support import ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site, demo_upstream  # noqa: E402
+from site_support import (ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site, demo_upstream,  # noqa: E402
+                          make_demo_repo)
 
 from annotate.config import Config  # noqa: E402
 from site_builder import names  # noqa: E402
 from site_builder.build import build_site, input_stamp  # noqa: E402
 
-PINS_YAML = """upstreams:
-  demo:
-    title: Demo
-    url: https://example.invalid/demo.git
-    web: https://example.invalid/demo
-    tag: v0.1
-    commit: {commit}
-    paths: [include/]
-    render: [include/]
-    lock: locks/demo.json
-"""
-
 
 @pytest.fixture
 def demo_repo(tmp_path: Path) -> Config:
-    """A repository root holding the demo pin and a copy of the fixture annotations, with the
-    demo sources "fetched" into the cache: what `annotate build` sees on a real checkout."""
-    root = tmp_path / "repo"
-    (root / "vendor_kernels").mkdir(parents=True)
-    up = demo_upstream()
-    (root / "vendor_kernels" / "upstreams.yaml").write_text(PINS_YAML.format(commit=up.commit))
-    shutil.copytree(ANNOTATIONS, root / "annotations")
-    (root / "schema").mkdir()
-    config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=root)
-    shutil.copytree(SRC, config.checkout_dir(UP, up.commit))
-    _write_fetch_record(config, up)
+    """The demo pin "fetched" into the cache of a repository root (site_support.make_demo_repo)."""
+    config = make_demo_repo(tmp_path)
+    _write_fetch_record(config, demo_upstream())
     return config
 
 

@@ -111,6 +111,7 @@ def cmd_status(args, config) -> int:
 def cmd_lock(args, config) -> int:
     from annotate.errors import UsageError
     from annotate.fetch import lock as locks
+    from annotate.fetch.gitroute import lock_for
     from annotate.upstreams import load_upstreams
 
     targets = locks.lock_targets(config, load_upstreams(config))
@@ -122,7 +123,7 @@ def cmd_lock(args, config) -> int:
         raise UsageError("--from names one repository: give exactly one UPSTREAM with it")
     for n in names:
         pin, _owner = targets[n]
-        lock = locks.lock_for(config, n, pin, args.source)
+        lock = lock_for(config, n, pin, args.source)
         out = config.lock_file(pin.lock)
         locks.write_lock(out, lock)
         echo(f"{n} {pin.commit[:12]}: {len(lock.files)} files -> {out}")

@@ -25,7 +25,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
 from annotate.progress import Reporter
-from annotate.upstreams import Upstream
+from annotate.upstreams import Submodule, Upstream
 
 class RouteUnavailable(AnnotateError):
     """The route cannot run here (no network, URL absent); `--via auto` moves on to the next."""
@@ -163,6 +163,24 @@ def checkout_trees(config: Config, url: str, commit: str, dest: Path) -> git.Rep
     """For `annotate lock` from a remote: the commit's trees only (a blobless fetch), quietly."""
     probe(url, config)
     return obtain(config, url, commit, dest, Reporter(False), "lock")
+
+
+def lock_for(config: Config, name: str, pin: Upstream | Submodule, source: str | None = None) -> locks.Lock:
+    """The lock of one pin, read from `source` (a git directory) or else from the pin's URL after
+    overrides: a repository on this machine is read in place, a remote gets a blobless fetch of
+    the one commit (only trees are needed)."""
+    if source:
+        return locks.lock_from_git(locks.resolve_gitdir(Path(source)), name, pin.commit, pin.paths)
+    url, _origin = config.url_for(name, pin.url)
+    where = git.remote(url)
+    if where.local:
+        return locks.lock_from_git(locks.resolve_gitdir(where.path), name, pin.commit, pin.paths)
+    import tempfile
+
+    config.tmp_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{name}-") as tmp:
+        repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
+        return locks.lock_from_git(repo.git_dir, name, pin.commit, pin.paths)
 
 
 def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest: Path,

@@ -116,26 +116,6 @@ def lock_from_git(gitdir: Path, name: str, commit: str, paths: tuple[str, ...]) 
     return Lock(name=name, commit=commit, paths=paths, files=files)
 
 
-def lock_for(config: Config, name: str, pin: Upstream | Submodule, source: str | None = None) -> Lock:
-    """The lock of one pin, read from `source` (a git directory) or else from the pin's URL after
-    overrides: a repository on this machine is read in place, a remote gets a blobless fetch of
-    the one commit (only trees are needed)."""
-    if source:
-        return lock_from_git(resolve_gitdir(Path(source)), name, pin.commit, pin.paths)
-    url, _origin = config.url_for(name, pin.url)
-    where = git.remote(url)
-    if where.local:
-        return lock_from_git(resolve_gitdir(where.path), name, pin.commit, pin.paths)
-    import tempfile
-
-    from annotate.fetch.gitroute import checkout_trees
-
-    config.tmp_dir().mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{name}-") as tmp:
-        repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
-        return lock_from_git(repo.git_dir, name, pin.commit, pin.paths)
-
-
 def write_lock(path: Path, lock: Lock) -> None:
     data = {"name": lock.name, "commit": lock.commit, "paths": list(lock.paths),
             "files": dict(sorted(lock.files.items()))}
