@@ -177,7 +177,7 @@ def input_stamp(config: Config, pins: dict) -> str:
         h.update(f"{name}\0{up.commit}\0{up.render}\n".encode())
         stat(config.fetch_record(name, up.commit))
         root = config.checkout_dir(name, up.commit)
-        h.update(f"{root}\0{stat_digest(root) if root.is_dir() else '-'}\n".encode())
+        h.update(f"{root}\0{stat_digest(root, up.index_paths()) if root.is_dir() else '-'}\n".encode())
     for p in stat_paths(config):  # harness specs, committed and local run records
         stat(p)
     ann = config.annotations_dir

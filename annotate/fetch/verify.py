@@ -35,23 +35,40 @@ def verify_tree(config: Config, up: Upstream, root: Path, reporter: Reporter) ->
     return len(present), missing
 
 
-def stat_digest(root: Path) -> str:
-    """A digest of every file's path, size and modification time under `root` (no file is read).
+def stat_digest(root: Path, paths: list[str] | tuple[str, ...] | None = None) -> str:
+    """A digest of every file's path, size and modification time under `root` (or under its
+    sub-paths `paths`); no file is read.
 
-    Taken when a tree is verified and kept in its fetch record: a later digest that differs means
-    the tree changed on disk since (a hand edit, a restored file), so `status` stops calling it
-    verified; the site's input stamp folds it in too. Stats only: ~20 ms for both pins.
+    Taken over the whole tree when it is verified and kept in its fetch record: a later digest
+    that differs means the tree changed on disk since (a hand edit, a restored file), so `status`
+    stops calling it verified. The site's input stamp takes it over the paths the index reads.
     """
     import hashlib
 
     h = hashlib.sha256()
-    for dirpath, dirs, files in os.walk(root):
-        dirs.sort()
-        for f in sorted(files):
-            p = os.path.join(dirpath, f)
+
+    def walk(d: str, rel: str) -> None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            name = f"{rel}{e.name}"
+            if e.is_dir(follow_symlinks=False):
+                walk(e.path, name + "/")
+                continue
             try:
-                st = os.lstat(p)
+                st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
-            h.update(f"{os.path.relpath(p, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+
+    for sub in (paths if paths is not None else [""]):
+        sub = sub.strip("/")
+        base = os.path.join(root, sub) if sub else str(root)
+        if os.path.isdir(base):
+            walk(base, f"{sub}/" if sub else "")
+        elif os.path.lexists(base):
+            st = os.lstat(base)
+            h.update(f"{sub}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:32]
