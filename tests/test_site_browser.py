@@ -137,9 +137,9 @@ def test_hostile_annotation_runs_nothing(tmp_path):
         f0 = next(f for f in notes.files if f.path == NORM)
         fn = dataclasses.replace(f0.functions[0], summary=M.Text(EVIL_MARKDOWN, EVIL_MARKDOWN),
                                  calls={"<img src=x onerror=window.__pwned=7>": M.Text(EVIL_MARKDOWN)})
-        notes.files[notes.files.index(f0)] = dataclasses.replace(
+        bad = dataclasses.replace(
             f0, functions=(fn,), overview=M.Text("[x](javascript:window.__pwned=8) <script>window.__pwned=9</script>"))
-        return notes
+        return dataclasses.replace(notes, files=tuple(bad if f is f0 else f for f in notes.files))
 
     config = Config.load(environ={}, cache_dir=tmp_path / "cache")
     build_fixture_site(config, tmp_path / "out", annotations=evil)
