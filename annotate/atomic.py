@@ -2,6 +2,10 @@
 
 Readers never see half a file, a crash leaves the old one, and two processes writing the same
 path (two `annotate build`s, a fetch racing a status) each rename a whole file of their own.
+
+`write_atomic` makes files of our own (caches, records, site output). `rewrite_atomic` edits a
+file a person owns (an annotation file): the edit lands on the file a symbolic link points to,
+and the file keeps its permission bits, read-only ones included.
 """
 
 from __future__ import annotations
@@ -26,12 +30,24 @@ def write_atomic(path: Path, data: bytes | str, *, mkdir: bool = True) -> None:
     """Replace `path` with `data` (str is written as UTF-8) atomically."""
     if mkdir:
         path.parent.mkdir(parents=True, exist_ok=True)
+    _replace(path, data, _mode())
+
+
+def rewrite_atomic(path: Path, data: bytes | str) -> Path:
+    """Replace the contents of the existing file `path` atomically, as an edit: through a
+    symbolic link to its target, keeping the target's permission bits. Returns the file written."""
+    target = Path(os.path.realpath(path))
+    _replace(target, data, os.stat(target).st_mode & 0o7777)
+    return target
+
+
+def _replace(path: Path, data: bytes | str, mode: int) -> None:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
-        os.chmod(tmp, _mode())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:

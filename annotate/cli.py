@@ -1,9 +1,10 @@
 """The command line: a thin adapter over functions a test can call in-process.
 
-Each stage owns a small `cli` module with `register(subparsers)`; it must import nothing
-heavy at module level, because `annotate run` has to work on GPU machines that carry only
-torch, PyYAML and Jinja2. Whole-run failures arrive as AnnotateError and are formatted here,
-once.
+The commands live in annotate/commands/ (one module per group, above every stage) and in the
+harness's own `cli` module (`annotate run` and friends, which import no other stage). Each has
+`register(subparsers)` and must import nothing heavy at module level, because `annotate run`
+has to work on GPU machines that carry only torch, PyYAML and Jinja2. Whole-run failures arrive
+as AnnotateError and are formatted here, once, as plain text (control characters escaped).
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import sys
 
 from annotate import __version__
 from annotate.errors import AnnotateError
+from annotate.terminal import echo
 
 # Stage command modules, in the order their commands appear in --help.
 COMMAND_MODULES = [
-    "annotate.fetch.cli",
-    "annotate.index.cli",
-    "annotate.notes.cli",
-    "site_builder.cli",
+    "annotate.commands.fetch",
+    "annotate.commands.index",
+    "annotate.commands.show",
+    "annotate.commands.notes",
+    "annotate.commands.site",
     "annotate.harness.cli",
 ]
 
@@ -49,12 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         config = Config.load()
         return int(args.func(args, config) or 0)
     except AnnotateError as exc:
-        print(f"annotate: error: {exc.message}", file=sys.stderr)
+        echo(f"annotate: error: {exc.message}", err=True)
         if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
+            echo(f"  hint: {exc.hint}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("annotate: interrupted", file=sys.stderr)
+        echo("annotate: interrupted", err=True)
         return 130
     except BrokenPipeError:
         return 0

@@ -35,6 +35,16 @@ ENV_CONFIG = "ANNOTATE_CONFIG"
 ENV_URL_PREFIX = "ANNOTATE_URL_"  # ANNOTATE_URL_FLASHINFER, ANNOTATE_URL_FLASH_ATTENTION, ANNOTATE_URL_CUTLASS
 ENV_PIP_ARGS = "ANNOTATE_PIP_ARGS"  # extra `pip download` arguments (a mirror, --find-links, --no-index)
 ENV_GIT_TIMEOUT = "ANNOTATE_GIT_TIMEOUT"  # seconds to wait for a git remote to answer before giving up on it
+ENV_INDEX_JOBS = "ANNOTATE_INDEX_JOBS"  # worker processes for indexing
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a program we start (git, pip): this process's own, plus `extra`.
+
+    Passed through whole, so PATH, HOME, proxies and certificates reach the tool as the user set
+    them; settings of our own are read from Config, never from here.
+    """
+    return {**os.environ, **(extra or {})}
 
 
 def _platform_dir(kind: str, env: dict[str, str]) -> Path:
@@ -61,6 +71,66 @@ def default_config_file(env: dict[str, str] | None = None) -> Path:
     return _platform_dir("config", dict(os.environ if env is None else env)) / "config.toml"
 
 
+# The config file's tables and the type each key must have (validated when the Config is made, so
+# a wrong value is one line naming the key before any work, not a traceback half-way through).
+_FILE_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
+    "urls": {},  # any key: an upstream or submodule name -> a URL (str)
+    "fetch": {"pip_args": (str, list), "git_timeout": (int, float), "min_free_mb": (int,)},
+}
+DEFAULT_GIT_TIMEOUT = 5.0
+DEFAULT_MIN_FREE_MB = 300  # free space a fetch wants before it starts
+
+
+def _setting_error(where: str, message: str):
+    from annotate.errors import AnnotateError
+
+    return AnnotateError(f"{where}: {message}")
+
+
+def _read_config_file(path: Path) -> dict:
+    from annotate.errors import AnnotateError
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise AnnotateError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise AnnotateError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    for table, value in data.items():
+        if table not in _FILE_KEYS:
+            raise _setting_error(str(path), f"unknown table [{table}] (known: {', '.join(_FILE_KEYS)})")
+        if not isinstance(value, dict):
+            raise _setting_error(str(path), f"[{table}] must be a table")
+        keys = _FILE_KEYS[table]
+        for key, v in value.items():
+            where = f"{path}: [{table}] {key}"
+            if table == "urls":
+                if not isinstance(v, str) or not v:
+                    raise _setting_error(where, f"must be a URL or a path (a string), got {v!r}")
+                continue
+            if key not in keys:
+                raise _setting_error(str(path), f"unknown key '{key}' in [{table}] (known: {', '.join(keys)})")
+            if isinstance(v, bool) or not isinstance(v, keys[key]):
+                want = " or ".join({str: "a string", list: "a list of strings", int: "an integer",
+                                    float: "a number"}[t] for t in keys[key])
+                raise _setting_error(where, f"must be {want}, got {v!r}")
+            if isinstance(v, list) and not all(isinstance(a, str) for a in v):
+                raise _setting_error(where, f"must be a list of strings, got {v!r}")
+            if isinstance(v, (int, float)) and v < 0:
+                raise _setting_error(where, f"must not be negative, got {v!r}")
+    return data
+
+
+def _positive_number(raw, where: str) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise _setting_error(where, f"must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise _setting_error(where, f"must be more than 0 seconds, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Config:
     cache_dir: Path
@@ -68,28 +138,25 @@ class Config:
     # name -> URL, from the config file's [urls] table; the environment wins over it.
     url_overrides: dict[str, str] = field(default_factory=dict)
     environ: dict[str, str] = field(default_factory=dict, repr=False)
-    # the config file's [fetch] table (pip_args, git_timeout); the environment wins over it.
+    # the config file's [fetch] table (pip_args, git_timeout, min_free_mb), validated; the
+    # environment wins over it.
     fetch_settings: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, environ: dict[str, str] | None = None, cache_dir: Path | None = None,
              repo_root: Path | None = None) -> "Config":
+        """The configuration from the environment and the config file, every value checked."""
         env = dict(os.environ if environ is None else environ)
         cache = cache_dir or (Path(env[ENV_CACHE]).expanduser() if env.get(ENV_CACHE) else default_cache_dir(env))
         cfg_file = Path(env[ENV_CONFIG]).expanduser() if env.get(ENV_CONFIG) else default_config_file(env)
-        urls: dict[str, str] = {}
-        fetch: dict = {}
-        if cfg_file.is_file():
-            from annotate.errors import AnnotateError
-
-            try:
-                data = tomllib.loads(cfg_file.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise AnnotateError(f"{cfg_file}: invalid TOML: {exc}") from None
-            urls = {str(k): str(v) for k, v in (data.get("urls") or {}).items()}
-            fetch = dict(data.get("fetch") or {})
-        return cls(cache_dir=cache.resolve(), repo_root=(repo_root or find_repo_root(env)).resolve(),
-                   url_overrides=urls, environ=env, fetch_settings=fetch)
+        data = _read_config_file(cfg_file) if cfg_file.is_file() else {}
+        config = cls(cache_dir=cache.resolve(), repo_root=(repo_root or find_repo_root(env)).resolve(),
+                     url_overrides=dict(data.get("urls") or {}), environ=env,
+                     fetch_settings=dict(data.get("fetch") or {}))
+        config.git_timeout()  # a bad value fails here, before any work
+        config.pip_args()
+        config.index_jobs()
+        return config
 
     # ---- overrides -------------------------------------------------------------------
     def url_for(self, name: str, default: str) -> tuple[str, str]:
@@ -105,20 +172,47 @@ class Config:
         """Extra arguments for `pip download` ($ANNOTATE_PIP_ARGS, else [fetch] pip_args)."""
         import shlex
 
-        if self.environ.get(ENV_PIP_ARGS) is not None:
-            return shlex.split(self.environ[ENV_PIP_ARGS])
-        raw = self.fetch_settings.get("pip_args", [])
-        return shlex.split(raw) if isinstance(raw, str) else [str(a) for a in raw]
+        raw = self.environ[ENV_PIP_ARGS] if self.environ.get(ENV_PIP_ARGS) is not None \
+            else self.fetch_settings.get("pip_args", [])
+        if not isinstance(raw, str):
+            return [str(a) for a in raw]
+        try:
+            return shlex.split(raw)
+        except ValueError as exc:
+            raise _setting_error(ENV_PIP_ARGS if self.environ.get(ENV_PIP_ARGS) is not None
+                                 else "[fetch] pip_args", f"cannot split {raw!r}: {exc}") from None
 
     def git_timeout(self) -> float:
         """Seconds a git remote gets to answer (DNS + connect) before the git route gives up."""
-        raw = self.environ.get(ENV_GIT_TIMEOUT) or self.fetch_settings.get("git_timeout") or 5
-        try:
-            return float(raw)
-        except (TypeError, ValueError):
-            from annotate.errors import AnnotateError
+        if self.environ.get(ENV_GIT_TIMEOUT):
+            return _positive_number(self.environ[ENV_GIT_TIMEOUT], f"${ENV_GIT_TIMEOUT}")
+        return _positive_number(self.fetch_settings.get("git_timeout", DEFAULT_GIT_TIMEOUT), "[fetch] git_timeout")
 
-            raise AnnotateError(f"git timeout must be a number of seconds, got {raw!r}") from None
+    def min_free_mb(self) -> int:
+        """Free space (MB) a fetch wants in the cache's file system before it starts."""
+        return int(self.fetch_settings.get("min_free_mb", DEFAULT_MIN_FREE_MB))
+
+    def index_jobs(self) -> int | None:
+        """Worker processes for indexing ($ANNOTATE_INDEX_JOBS); None lets the index decide."""
+        raw = self.environ.get(ENV_INDEX_JOBS)
+        if not raw:
+            return None
+        if not raw.isdigit() or int(raw) < 1:
+            raise _setting_error(f"${ENV_INDEX_JOBS}", f"must be a whole number of processes, 1 or more, got {raw!r}")
+        return int(raw)
+
+    def proxy_for(self, scheme: str) -> str | None:
+        """The proxy the environment names for `scheme` (http/https), as git and curl read it."""
+        e = self.environ
+        return (e.get(f"{scheme}_proxy") or e.get(f"{scheme.upper()}_PROXY") or e.get("all_proxy")
+                or e.get("ALL_PROXY") or None)
+
+    def git_env(self) -> dict[str, str]:
+        """The environment every git command runs with: never a prompt, a stalled remote abandoned."""
+        ssh = self.environ.get("GIT_SSH_COMMAND") or \
+            f"ssh -o BatchMode=yes -o ConnectTimeout={int(self.git_timeout())}"
+        return child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
+                          "GIT_HTTP_LOW_SPEED_TIME": "30", "GIT_SSH_COMMAND": ssh})
 
     # ---- repository paths ---------------------------------------------------------------
     @property

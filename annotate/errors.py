@@ -57,8 +57,13 @@ class Diagnostic:
         return ":".join(parts)
 
     def format(self) -> str:
+        """The diagnostic as terminal text: `file:line:col: severity [code]: message`, then the
+        detail indented. File names, keys and quoted text are data: control characters in them
+        are escaped (annotate.terminal.printable), so a diagnostic cannot drive the terminal."""
+        from annotate.terminal import printable
+
         code = f" [{self.code}]" if self.code else ""
-        text = f"{self.location()}: {self.severity}{code}: {self.message}"
+        text = printable(f"{self.location()}: {self.severity}{code}: {self.message}")
         if self.detail:
-            text += "\n" + "\n".join("    " + ln for ln in self.detail.splitlines())
+            text += "\n" + "\n".join("    " + printable(ln) for ln in self.detail.splitlines())
         return text

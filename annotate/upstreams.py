@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-import yaml
-
 from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
+from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
 
 
 def matches_exclude(path: str, patterns: tuple[str, ...]) -> bool:
@@ -91,10 +90,88 @@ class Upstream:
         return f"{self.web}/blob/{self.commit}/{path}{anchor}"
 
 
-def _require(d: dict, key: str, where: str):
-    if key not in d:
-        raise AnnotateError(f"{where}: missing key '{key}'")
-    return d[key]
+class _PinReader:
+    """Reads one mapping of the pin file, naming the file, line and key of anything wrong."""
+
+    def __init__(self, path: Path, loaded: Loaded, at: tuple):
+        self.path, self.loaded, self.at = path, loaded, at
+
+    def where(self, key: str | None = None) -> str:
+        pos = self.loaded.where(self.at + ((key,) if key else ()))
+        dotted = ".".join(str(k) for k in self.at + ((key,) if key else ()))
+        return f"{self.path}:{pos[0]}:{pos[1]}: {dotted}" if pos else f"{self.path}: {dotted}"
+
+    def mapping(self, value, key: str | None = None) -> dict:
+        if not isinstance(value, dict):
+            raise AnnotateError(f"{self.where(key)}: expected a mapping")
+        return value
+
+    def text(self, d: dict, key: str, default: str | None = None) -> str:
+        if key not in d or d[key] is None:
+            if default is None:
+                raise AnnotateError(f"{self.where()}: missing key '{key}'")
+            return default
+        if not isinstance(d[key], str):
+            raise AnnotateError(f"{self.where(key)}: expected text, got {d[key]!r}")
+        return d[key]
+
+    def texts(self, d: dict, key: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        if key not in d or d[key] is None:
+            if default is None:
+                raise AnnotateError(f"{self.where()}: missing key '{key}'")
+            return default
+        v = d[key]
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise AnnotateError(f"{self.where(key)}: expected a list of paths")
+        return tuple(v)
+
+    def table(self, d: dict, key: str) -> dict[str, str]:
+        v = self.mapping(d.get(key) or {}, key)
+        if not all(isinstance(x, str) for x in v.values()):
+            raise AnnotateError(f"{self.where(key)}: expected text values")
+        return dict(v)
+
+    def child(self, *keys) -> "_PinReader":
+        return _PinReader(self.path, self.loaded, self.at + keys)
+
+
+def _read_pin_file(path: Path) -> Loaded:
+    try:
+        return load_yaml(decode(read_bytes(path)))
+    except YamlProblem as p:
+        if p.code == "io" and not path.exists():
+            raise AnnotateError(f"{path}: pin file not found",
+                                hint="run annotate inside a clone of its repository, or set ANNOTATE_ROOT to one") from None
+        where = f"{path}:{p.line}:{p.column}" if p.line else str(path)
+        raise AnnotateError(f"{where}: {p.message}") from None
+
+
+def _submodule(r: _PinReader, d: dict) -> Submodule:
+    return Submodule(name=r.text(d, "name"), path=r.text(d, "path").strip("/"), url=r.text(d, "url"),
+                     commit=r.text(d, "commit"), paths=r.texts(d, "paths"), lock=r.text(d, "lock"),
+                     web=r.text(d, "web", ""), index=d.get("index", True) is not False,
+                     exclude=_exclude(d, r.where()))
+
+
+def _upstream(r: _PinReader, name: str, d: dict) -> Upstream:
+    arch = None
+    if d.get("archive") is not None:
+        ra = r.child("archive")
+        a = ra.mapping(d["archive"])
+        arch = ArchiveSpec(requirement=ra.text(a, "requirement"), kind=ra.text(a, "kind"),
+                           map=_archive_map(a.get("map"), r.where()), env=ra.table(a, "env"))
+    subs = d.get("submodules") or []
+    if not isinstance(subs, list):
+        raise AnnotateError(f"{r.where('submodules')}: expected a list")
+    paths = r.texts(d, "paths")
+    return Upstream(
+        name=name, title=r.text(d, "title", name), url=r.text(d, "url"), web=r.text(d, "web", ""),
+        tag=r.text(d, "tag", ""), commit=r.text(d, "commit"), paths=paths, render=r.texts(d, "render", paths),
+        lock=r.text(d, "lock"), archive=arch,
+        submodules=tuple(_submodule(r.child("submodules", i), r.child("submodules", i).mapping(s))
+                         for i, s in enumerate(subs)),
+        exclude=_exclude(d, r.where()),
+    )
 
 
 def _exclude(d: dict, where: str) -> tuple[str, ...]:
@@ -127,49 +204,14 @@ def _archive_map(raw, where: str) -> dict[str, str | None]:
 
 
 def load_upstreams(config: Config) -> dict[str, Upstream]:
-    """All pins, in file order. Raises AnnotateError naming the file on malformed input."""
+    """All pins, in file order. Raises AnnotateError naming the file, line and key on malformed input."""
     path = config.upstreams_file
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AnnotateError(f"{path}: pin file not found",
-                            hint="run annotate inside a clone of its repository, or set ANNOTATE_ROOT to one") from None
-    except yaml.YAMLError as exc:
-        raise AnnotateError(f"{path}: invalid YAML: {exc}") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("upstreams"), dict):
-        raise AnnotateError(f"{path}: expected a mapping 'upstreams:'")
-    out: dict[str, Upstream] = {}
-    for name, d in raw["upstreams"].items():
-        where = f"{path}: upstreams.{name}"
-        arch = d.get("archive")
-        subs = tuple(
-            Submodule(
-                name=_require(s, "name", where), path=_require(s, "path", where).strip("/"),
-                url=_require(s, "url", where), commit=_require(s, "commit", where),
-                paths=tuple(_require(s, "paths", where)), lock=_require(s, "lock", where),
-                web=s.get("web", ""), index=bool(s.get("index", True)),
-                exclude=_exclude(s, f"{where}.submodules.{s.get('name')}"),
-            )
-            for s in d.get("submodules") or []
-        )
-        out[name] = Upstream(
-            name=name,
-            title=d.get("title", name),
-            url=_require(d, "url", where),
-            web=d.get("web", ""),
-            tag=d.get("tag", ""),
-            commit=_require(d, "commit", where),
-            paths=tuple(_require(d, "paths", where)),
-            render=tuple(d.get("render") or d["paths"]),
-            lock=_require(d, "lock", where),
-            archive=ArchiveSpec(
-                requirement=_require(arch, "requirement", where), kind=_require(arch, "kind", where),
-                map=_archive_map(_require(arch, "map", where), where), env=dict(arch.get("env") or {}),
-            ) if arch else None,
-            submodules=subs,
-            exclude=_exclude(d, where),
-        )
-    return out
+    loaded = _read_pin_file(path)
+    top = _PinReader(path, loaded, ())
+    ups = top.mapping(loaded.data).get("upstreams")
+    top.child("upstreams").mapping(ups)
+    return {name: _upstream(top.child("upstreams", name), name, top.child("upstreams", name).mapping(d))
+            for name, d in ups.items()}
 
 
 def get_upstream(config: Config, name: str) -> Upstream:

@@ -83,13 +83,13 @@ def main() -> int:
     a = ap.parse_args()
 
     from annotate.config import Config
-    from annotate.upstreams import load_upstreams
+    from annotate.project import open_project
     from site_builder import build, pages
 
     config = Config.load()
-    pins = load_upstreams(config)
+    served = open_project(config, fetch=True)  # `annotate serve` keeps this one's index
+    pins, index = dict(served.pins), served.index
     out = a.out or Path(tempfile.mkdtemp(prefix="annotate-site-bench-"))
-    index = build._load_index(config, list(pins), False)
     ctx = pages.make_context(index, None, pins)
     files = [(p, index.source(u, p)) for (u, p) in ctx.rendered]
     src_bytes = sum(len(t.encode("utf-8")) for _, t in files)
@@ -102,7 +102,7 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(config.site_cache_dir(), ignore_errors=True)
     t, c = time.perf_counter(), cpu()
-    rep = build.build_site(config, out, jobs=a.jobs)
+    rep = build.build_site(open_project(config, fetch=True), out, jobs=a.jobs)
     rows.append(("cold build (whole site)", f"{time.perf_counter() - t:.1f} s wall, {cpu() - c:.1f} s CPU "
                  f"({rep.pages_rendered} pages; " + ", ".join(f"{k} {v:.1f}" for k, v in rep.timings) + ")"))
 
@@ -110,13 +110,13 @@ def main() -> int:
     rows.append(("no-op rebuild (`annotate build`, fresh process)",
                  f"{run_cli(['build', '--out', str(out), '-q'], env):.2f} s"))
     t = time.perf_counter()
-    rep = build.build_site(config, out)
+    rep = build.build_site(open_project(config, fetch=True), out)
     rows.append(("no-op rebuild (build_site call)", f"{time.perf_counter() - t:.3f} s (noop={rep.noop})"))
 
     # `annotate serve` builds once with the index it keeps; later rebuilds reuse it.
-    build.build_site(config, out, index=index, pins=pins)
+    build.build_site(served.with_fresh_annotations(), out)
     t = time.perf_counter()
-    build.build_site(config, out, index=index, pins=pins)
+    build.build_site(served.with_fresh_annotations(), out)
     rows.append(("nothing changed (index kept, as `annotate serve`)", f"{time.perf_counter() - t:.2f} s"))
 
     edit = REPO / EDIT_FILE
@@ -127,13 +127,13 @@ def main() -> int:
                      f"{run_cli(['build', '--out', str(out), '-q'], env):.2f} s"))
         edit.write_bytes(original.replace(b"Normalisation kernels:", b"Normalisation kernels (bench edit 2):", 1))
         t = time.perf_counter()
-        rep = build.build_site(config, out, index=index, pins=pins)
+        rep = build.build_site(served.with_fresh_annotations(), out)
         rows.append(("one annotation edited (index kept, as `annotate serve`)",
                      f"{time.perf_counter() - t:.2f} s ({rep.pages_rendered} source page(s) rendered; "
                      + ", ".join(f"{k} {v:.2f}" for k, v in rep.timings) + ")"))
     finally:
         edit.write_bytes(original)
-    build.build_site(config, out, index=index, pins=pins)
+    build.build_site(served.with_fresh_annotations(), out)
 
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     srcs = sum(p.stat().st_size for p in (out / "src").rglob("*.html"))

@@ -1,8 +1,10 @@
-"""`build_site`: pins -> fetched checkouts -> index -> annotations -> page model -> HTML.
+"""`build_site(project, out)`: a Project's index and annotations -> page model -> HTML.
 
-Incremental by construction:
-- a *stamp* made from file stats alone (pins, fetch records, annotation files, the code of
-  the stages) answers "nothing changed" without loading anything (the no-op rebuild);
+The stages before the site (pins, fetch, index, notes) are chained by annotate.project; this
+module only asks the Project for what it needs, as late as it can. Incremental by construction:
+- a *stamp* made from file stats alone (pins, fetch records, the checkouts' files, annotation
+  files, harness specs and records, the code of the stages) answers "nothing changed" without
+  loading anything (the no-op rebuild);
 - otherwise every source page gets a key: the index's key (all blob ids + the index code)
   and a digest of the notes shown on that page; only pages whose key changed are planned,
   highlighted and rendered (in parallel across cores when there are many);
@@ -17,12 +19,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import annotate
 from annotate.config import Config
-from annotate.errors import AnnotateError
+from annotate.project import Project
 from site_builder import names, pages, render
-from site_builder.output import Manifest, WriteStats, read_manifest, write_outputs
+from site_builder.output import Manifest, WriteStats, prepare_out_dir, read_manifest, write_outputs
 
 # Bump when the page model changes in a way the templates' hash cannot see.
 SITE_VERSION = "1"
@@ -40,51 +42,71 @@ class BuildReport:
     stats: WriteStats | None
     seconds: float
     timings: tuple[tuple[str, float], ...] = ()
+    annotation_errors: int = 0  # errors in the annotation files (shown on the home page)
 
 
 def default_out_dir() -> Path:
     return Path.cwd() / DEFAULT_OUT
 
 
-def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: list[str] | None = None,
-               jobs: int | None = None, progress: bool = False, fetch: bool = True,
-               index: Any = None, annotations: Any = None, pins: dict | None = None) -> BuildReport:
+def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int | None = None,
+               force: bool = False) -> BuildReport:
     """Build (or bring up to date) the static site in `out_dir` and say what was done.
 
-    `index`, `annotations` and `pins` may be given (tests, the fixture walkthrough);
-    otherwise they are loaded from `config`.
+    The output directory is checked first (annotate.site_builder.output.prepare_out_dir), before
+    anything is loaded. A Project that already holds an index (`annotate serve`, tests) is never
+    answered from the stamp: its annotations may differ from the files on disk.
     """
     t0 = time.perf_counter()
     clock = _Clock()
-    out = Path(out_dir) if out_dir else default_out_dir()
-    if pins is None:
-        from annotate.upstreams import load_upstreams
-
-        pins = load_upstreams(config)
-    chosen = {k: v for k, v in pins.items() if not upstreams or k in upstreams}
+    out = prepare_out_dir(out_dir if out_dir is not None else default_out_dir(), force)
+    config, pins = project.config, dict(project.selected)
     previous = read_manifest(out)
-    stamp = input_stamp(config, chosen)
-    if index is None and previous.stamp == stamp and _outputs_present(out, previous):
+    live = project.loaded("index")
+    stamp = input_stamp(config, pins)
+    if not live and previous.stamp == stamp and _outputs_present(out, previous):
         n_src = sum(1 for p in previous.pages if names.is_source_page(p))
         return BuildReport(out, True, n_src, 0, 0, None, time.perf_counter() - t0)
 
-    if index is None:
-        if fetch:
-            _ensure_fetched(config, list(chosen), progress)
-            # a fetch just now changed the records the stamp reads: take it again, or the next
-            # build would not be recognised as a no-op
-            stamp = input_stamp(config, chosen)
-        index = _load_index(config, list(chosen), progress)
-        clock.lap("index")
-    if annotations is None:
-        annotations = _load_annotations(config, index)
-        clock.lap("annotations")
+    index = project.index  # fetches the pins first when the project says so
+    if not live:
+        # a fetch just now changed the records the stamp reads: take it again, or the next
+        # build would not be recognised as a no-op
+        stamp = input_stamp(config, pins)
+    clock.lap("index")
+    annotations = project.annotations
+    clock.lap("annotations")
     from site_builder.runs import load_runs
 
-    ctx = pages.make_context(index, annotations, chosen, upstreams, runs=load_runs(config))
+    ctx = pages.make_context(index, annotations, pins, list(project.only) or None, runs=load_runs(config),
+                             repo_root=config.repo_root)
     clock.lap("context")
+    keys, todo = _source_keys(ctx, previous, out)
+    clock.lap("keys")
+    if len(todo) >= PARALLEL_THRESHOLD:
+        project.reporter.say(f"annotate: rendering {len(todo)} of {len(keys)} source pages into {out}")
+    results = _render_sources(config, ctx, todo, jobs)
+    clock.lap("render sources")
+    line_counts = _line_counts(ctx, results, previous)
+    files: dict[str, str | bytes] = {page: html for page, (html, _n) in results.items()}
+    _other_pages(ctx, line_counts, previous, out, keys, files)
+    clock.lap("other pages")
 
-    # Which source pages must be rendered again.
+    outputs = sorted(set(files) | set(keys) | {names.asset_path(n) for n in render.asset_files()})
+    manifest = Manifest(stamp=stamp, pages=keys,
+                        lines={names.source_page(u, p): n for (u, p), n in line_counts.items()},
+                        outputs=outputs)
+    stats = write_outputs(out, files, manifest, previous)
+    clock.lap("write")
+    src_bytes = sum(len(ctx.index.source(u, p).encode("utf-8")) for u, p in todo)
+    return BuildReport(out, False, len(ctx.rendered), len(results), src_bytes, stats, time.perf_counter() - t0,
+                       tuple(clock.laps), len(annotations.errors))
+
+
+# ---- what must be rendered ------------------------------------------------------------------
+
+def _source_keys(ctx: pages.SiteContext, previous: Manifest, out: Path) -> tuple[dict[str, str], list]:
+    """Every source page's key, and the (upstream, path) of those whose key changed."""
     ikey = index_key(ctx)
     tkey = render.templates_key(names.SOURCE_DIR) + code_key()
     keys: dict[str, str] = {}
@@ -94,23 +116,21 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
         keys[page] = _page_key(tkey, ikey, pages.note_digest(ctx, up, path))
         if previous.pages.get(page) != keys[page] or not (out / page).is_file():
             todo.append((up, path))
-    clock.lap("keys")
+    return keys, todo
 
-    if progress and len(todo) >= PARALLEL_THRESHOLD:
-        import sys
 
-        print(f"annotate: rendering {len(todo)} of {len(keys)} source pages into {out}", file=sys.stderr, flush=True)
-    results = _render_sources(config, ctx, todo, jobs, progress)
-    clock.lap("render sources")
-    line_counts = {}
+def _line_counts(ctx, results: dict, previous: Manifest) -> dict[tuple[str, str], int]:
+    out = {}
     for (up, path) in ctx.rendered:
         page = names.source_page(up, path)
-        line_counts[(up, path)] = results[page][1] if page in results else previous.lines.get(page, 0)
+        out[(up, path)] = results[page][1] if page in results else previous.lines.get(page, 0)
+    return out
 
-    files: dict[str, str | bytes] = {page: html for page, (html, _n) in results.items()}
 
-    # The home page, course pages and search index: models are cheap, rendering less so;
-    # each is rendered only when the repr of its model (its key) changed.
+def _other_pages(ctx, line_counts, previous: Manifest, out: Path, keys: dict, files: dict) -> None:
+    """The home page, course pages, runs pages, search index and assets into `files` (their keys
+    into `keys`). Models are cheap, rendering less so: each page is rendered only when the repr
+    of its model (its key) changed."""
     def other(page: str, model_key: str, make) -> None:
         keys[page] = _page_key(render.templates_key(page) + code_key(), model_key, "")
         if previous.pages.get(page) != keys[page] or not (out / page).is_file():
@@ -126,55 +146,19 @@ def build_site(config: Config, out_dir: Path | str | None = None, *, upstreams: 
     for kr in ctx.runs:
         rp = pages.runs_page(ctx, kr)
         other(rp.page, _digest(repr(rp)), lambda rp=rp: render.render_runs(rp))
-    other(names.SEARCH_INDEX, ikey + pages.search_digest(ctx),
+    other(names.SEARCH_INDEX, index_key(ctx) + pages.search_digest(ctx),
           lambda: render.render_search_index(pages.search_data(ctx)))
     for name, data in render.asset_files().items():
         files[names.asset_path(name)] = data
-    clock.lap("other pages")
-
-    outputs = sorted(set(files) | set(keys) | {names.asset_path(n) for n in render.asset_files()})
-    manifest = Manifest(stamp=stamp, pages=keys,
-                        lines={names.source_page(u, p): n for (u, p), n in line_counts.items()},
-                        outputs=outputs)
-    stats = write_outputs(out, files, manifest, previous)
-    clock.lap("write")
-    src_bytes = sum(len(ctx.index.source(u, p).encode("utf-8")) for u, p in todo)
-    return BuildReport(out, False, len(ctx.rendered), len(results), src_bytes, stats, time.perf_counter() - t0,
-                       tuple(clock.laps))
 
 
 # ---- inputs ------------------------------------------------------------------------------
 
-def _ensure_fetched(config: Config, names_: list[str], progress: bool) -> None:
-    try:
-        from annotate.fetch.api import ensure_fetched
-    except ImportError:  # the fetch stage is not merged yet: the checkouts must exist
-        from annotate.upstreams import checkout_root, load_upstreams
-
-        ups = load_upstreams(config)
-        missing = [n for n in names_ if not checkout_root(config, ups[n]).is_dir()]
-        if missing:
-            raise AnnotateError(f"not fetched: {', '.join(missing)}", hint="run `annotate fetch` first") from None
-        return
-    ensure_fetched(config, names=names_, progress=progress)
-
-
-def _load_index(config: Config, names_: list[str], progress: bool):
-    from annotate.index.api import load_index
-
-    return load_index(config, upstreams=names_, progress=progress)
-
-
-def _load_annotations(config: Config, index):
-    try:
-        from annotate.notes.api import load_annotations
-    except ImportError:  # the notes stage is not merged yet: a site without notes
-        return None
-    return load_annotations(config, index)
-
-
 def input_stamp(config: Config, pins: dict) -> str:
     """A digest of file *stats* that changes whenever a build could produce other output."""
+    from annotate.fetch.verify import stat_digest
+    from site_builder.runs import stat_paths
+
     h = hashlib.sha256(f"{SITE_VERSION}\0".encode())
 
     def stat(p: Path) -> None:
@@ -184,19 +168,16 @@ def input_stamp(config: Config, pins: dict) -> str:
         except OSError:
             h.update(f"{p}\0-\n".encode())
 
-    here = Path(__file__).parent
-    for p in sorted(here.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
-            stat(p)
-    for p in sorted((config.repo_root / "annotate").rglob("*.py")):
-        stat(p)
+    for code_dir in (Path(__file__).parent, Path(annotate.__file__).parent):
+        for p in sorted(code_dir.rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                stat(p)
     stat(config.upstreams_file)
     for name, up in sorted(pins.items()):
         h.update(f"{name}\0{up.commit}\0{up.render}\n".encode())
         stat(config.fetch_record(name, up.commit))
-        stat(config.checkout_dir(name, up.commit))
-    from site_builder.runs import stat_paths
-
+        root = config.checkout_dir(name, up.commit)
+        h.update(f"{root}\0{stat_digest(root, up.index_paths()) if root.is_dir() else '-'}\n".encode())
     for p in stat_paths(config):  # harness specs, committed and local run records
         stat(p)
     ann = config.annotations_dir
@@ -244,8 +225,7 @@ def _outputs_present(out: Path, m: Manifest) -> bool:
 _CTX: dict = {}
 
 
-def _render_sources(config: Config, ctx, todo: list[tuple[str, str]], jobs: int | None,
-                    progress: bool) -> dict[str, tuple[str, int]]:
+def _render_sources(config: Config, ctx, todo: list[tuple[str, str]], jobs: int | None) -> dict[str, tuple[str, int]]:
     _CTX.update(ctx=ctx, cache=config.site_cache_dir() / "tokens")
     try:
         # Biggest first: better balance across workers.

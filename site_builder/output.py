@@ -1,13 +1,29 @@
-"""The one function that writes the site's files, and the manifest it leaves behind."""
+"""The one place that writes the site's files: the output directory, checked before any work, and
+the manifest the build leaves in it.
+
+Safety rules (nothing outside `--out` is ever touched):
+- `prepare_out_dir` refuses an empty `--out`, the root of a file system, an existing file, and a
+  non-empty directory that holds no manifest of ours (unless `force`) — before anything loads;
+- every path written or removed is a plain relative path that stays inside the directory, and no
+  directory on the way may be a symbolic link (`inside`): a link in the output is never followed;
+- the manifest is data from disk, not trusted: read bounded, type-checked, and its paths obey the
+  same rule; only regular files it names are ever removed.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from site_builder import names
 from annotate.atomic import write_atomic
+from annotate.errors import AnnotateError, UsageError
+from site_builder import names
+
+MANIFEST_VERSION = 1
+MANIFEST_MAX_BYTES = 64 << 20  # the real site's manifest is ~0.2 MB
 
 
 @dataclass(frozen=True)
@@ -28,19 +44,130 @@ class Manifest:
     outputs: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps({"version": 1, "stamp": self.stamp, "pages": self.pages, "lines": self.lines,
-                           "outputs": sorted(self.outputs)}, indent=0, sort_keys=True)
+        return json.dumps({"version": MANIFEST_VERSION, "stamp": self.stamp, "pages": self.pages,
+                           "lines": self.lines, "outputs": sorted(self.outputs)}, indent=0, sort_keys=True)
+
+
+# ---- paths inside the output directory -----------------------------------------------------------
+
+def safe_relative(rel: object) -> bool:
+    """Whether `rel` is a plain '/'-separated path that cannot leave the directory it is joined to."""
+    if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel or rel.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in rel.split("/"))
+
+
+def inside(out_dir: Path, rel: str) -> Path | None:
+    """`out_dir / rel` when it is safe to write or remove: `rel` is safe_relative and no directory
+    between `out_dir` and it is a symbolic link (or anything but a directory). None otherwise."""
+    if not safe_relative(rel):
+        return None
+    here = out_dir
+    for part in rel.split("/")[:-1]:
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            return out_dir / rel  # the rest does not exist yet: made by _make_dirs, link-free
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+    return out_dir / rel
+
+
+def _make_dirs(out_dir: Path, rel: str) -> None:
+    here = out_dir
+    for part in rel.split("/")[:-1]:
+        here = here / part
+        try:
+            os.mkdir(here)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                raise AnnotateError(f"{here}: in the output directory but not a directory (a link?); "
+                                    "refusing to write through it") from None
+
+
+def prepare_out_dir(out: Path | str, force: bool = False) -> Path:
+    """The output directory, checked before any work: UsageError (one line) for a place a build
+    must not write to. Returns its absolute path (a link naming it, given by the user, resolved)."""
+    if str(out).strip() == "":
+        raise UsageError("--out is empty; name a directory for the site (default: _site)")
+    path = Path(os.path.realpath(os.path.abspath(os.path.expanduser(str(out)))))
+    if path == Path(path.anchor):
+        raise UsageError(f"--out {out}: refusing to build into the root of a file system")
+    if os.path.lexists(path) and not path.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    if path.is_dir() and not force and any(path.iterdir()) and not has_manifest(path):
+        raise UsageError(f"--out {out}: not empty and not a site built by annotate (no {names.MANIFEST}); "
+                         "refusing to overwrite its files",
+                         hint="choose an empty or new directory, or pass --force to write into it anyway")
+    return path
+
+
+def has_manifest(out_dir: Path) -> bool:
+    return _read_manifest_bytes(out_dir) is not None
+
+
+# ---- the manifest ---------------------------------------------------------------------------------
+
+def _read_manifest_bytes(out_dir: Path) -> bytes | None:
+    path = out_dir / names.MANIFEST
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read(MANIFEST_MAX_BYTES + 1)
+    except OSError:
+        return None
+    return raw if len(raw) <= MANIFEST_MAX_BYTES else None
 
 
 def read_manifest(out_dir: Path) -> Manifest:
+    """The previous build's manifest, every entry checked; an empty one when there is none or it
+    is not ours (entries of the wrong type or with unsafe paths are dropped)."""
+    raw = _read_manifest_bytes(out_dir)
     try:
-        raw = json.loads((out_dir / names.MANIFEST).read_text(encoding="utf-8"))
-        if raw.get("version") != 1:
-            return Manifest()
-        return Manifest(raw.get("stamp", ""), dict(raw.get("pages", {})), dict(raw.get("lines", {})),
-                        list(raw.get("outputs", [])))
-    except (OSError, ValueError, AttributeError):
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
         return Manifest()
+
+    def table(key: str, kind: type) -> dict:
+        v = data.get(key)
+        return {k: x for k, x in v.items() if safe_relative(k) and isinstance(x, kind) and not isinstance(x, bool)} \
+            if isinstance(v, dict) else {}
+
+    outputs = data.get("outputs")
+    stamp = data.get("stamp")
+    return Manifest(stamp if isinstance(stamp, str) else "", table("pages", str), table("lines", int),
+                    [o for o in outputs if safe_relative(o)] if isinstance(outputs, list) else [])
+
+
+# ---- writing ----------------------------------------------------------------------------------------
+
+def _unchanged(path: Path, data: bytes) -> bool:
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _remove_stale(out_dir: Path, previous: Manifest, keep: set[str]) -> int:
+    removed = 0
+    for rel in previous.outputs:
+        if rel in keep:
+            continue
+        path = inside(out_dir, rel)
+        try:
+            if path is not None and stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manifest,
@@ -49,39 +176,32 @@ def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manife
     content changed; remove outputs of the previous build that this one no longer makes;
     write the manifest last, so an interrupted build never looks complete.
     """
-    written = unchanged = removed = nbytes = 0
+    written = unchanged = nbytes = 0
     out_dir.mkdir(parents=True, exist_ok=True)
-    made_dirs: set[Path] = set()
+    if not has_manifest(out_dir):
+        # claim the directory before the first page, so that a build interrupted half-way is
+        # still recognised as ours (and completed) by the next one
+        write_atomic(out_dir / names.MANIFEST, Manifest().to_json(), mkdir=False)
+    made_dirs: set[str] = set()
     for rel, content in files.items():
         data = content.encode("utf-8") if isinstance(content, str) else content
-        path = out_dir / rel
-        try:
-            if path.stat().st_size == len(data) and path.read_bytes() == data:
-                unchanged += 1
-                continue
-        except OSError:
-            pass
-        if path.parent not in made_dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            made_dirs.add(path.parent)
+        path = inside(out_dir, rel)
+        if path is None:
+            raise AnnotateError(f"{out_dir / rel}: refusing to write outside {out_dir} or through a link in it")
+        if _unchanged(path, data):
+            unchanged += 1
+            continue
+        if path.is_dir() and not path.is_symlink():
+            raise AnnotateError(f"{path}: a directory where the site writes a file; move it away")
+        parent = rel.rpartition("/")[0]
+        if parent not in made_dirs:
+            _make_dirs(out_dir, rel)
+            made_dirs.add(parent)
         write_atomic(path, data, mkdir=False)
         written += 1
         nbytes += len(data)
-    if previous is not None:
-        keep = set(manifest.outputs)
-        for rel in previous.outputs:
-            if rel not in keep and not rel.startswith(("/", "..")) and ".." not in rel.split("/"):
-                try:
-                    (out_dir / rel).unlink()
-                    removed += 1
-                except OSError:
-                    pass
-    mpath = out_dir / names.MANIFEST
+    removed = _remove_stale(out_dir, previous, set(manifest.outputs)) if previous is not None else 0
     text = manifest.to_json()
-    try:
-        if mpath.read_text(encoding="utf-8") == text:
-            return WriteStats(written, unchanged, removed, nbytes)
-    except OSError:
-        pass
-    write_atomic(mpath, text)
+    if not _unchanged(out_dir / names.MANIFEST, text.encode("utf-8")):
+        write_atomic(out_dir / names.MANIFEST, text, mkdir=False)
     return WriteStats(written, unchanged, removed, nbytes)

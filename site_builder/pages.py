@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from site_builder import graph, names
@@ -69,6 +70,7 @@ class SiteContext:
     # spec name -> index symbol: kernel -> ((qualified name in the spec, rendered Symbol.keys), ...)
     run_symbols: dict[str, tuple] = field(default_factory=dict)
     harness_of: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # Symbol.key -> kernels
+    repo_root: Path | None = None  # the repository (Config.repo_root): record and spec paths are shown relative to it
 
 
 def rendered_paths(index, upstreams: dict, only: list[str] | None = None) -> dict[tuple[str, str], Any]:
@@ -122,9 +124,9 @@ def _index_part(index, upstreams: dict, only) -> tuple:
 
 
 def make_context(index, annotations, upstreams: dict, only: list[str] | None = None,
-                 runs: tuple[list, list[str]] | None = None) -> SiteContext:
+                 runs: tuple[list, list[str]] | None = None, repo_root: Path | None = None) -> SiteContext:
     """`runs`: (site_builder.runs.KernelRuns list, problems) as `runs.load_runs` returns them."""
-    ctx = SiteContext(index=index, annotations=annotations, upstreams=upstreams)
+    ctx = SiteContext(index=index, annotations=annotations, upstreams=upstreams, repo_root=repo_root)
     ctx.rendered, ctx.all_symbols, ctx.symbols, ctx.calls, ctx.callers = _index_part(index, upstreams, only)
     if runs is not None:
         ctx.runs, ctx.runs_problems = list(runs[0]), list(runs[1])
@@ -340,7 +342,7 @@ MAX_CALLERS = 12  # callers listed per function (the rest are counted)
 MAX_SITES = 3  # call sites listed per caller/callee pair
 
 
-def _group(edges, target_of, site_of) -> list[tuple]:
+def _group(edges, target_of) -> list[tuple]:
     """Edges -> [(target key, kind, [edges])] in first-seen order."""
     groups: dict[tuple, list] = {}
     for e in edges:
@@ -351,7 +353,7 @@ def _group(edges, target_of, site_of) -> list[tuple]:
 def _function_view(ctx: SiteContext, page: str, up, s, out_edges: list, facts: list) -> FunctionView:
     callees, launches = [], []
     ordered = sorted(out_edges, key=lambda e: (e.line, e.column))
-    for target, kind, es in _group(ordered, lambda e: e.callees[0] if e.callees else "?" + e.callee_name, None):
+    for target, kind, es in _group(ordered, lambda e: e.callees[0] if e.callees else "?" + e.callee_name):
         e0 = es[0]
         link = (symbol_link(ctx, page, e0.callees[0], label=_callee_label(ctx, e0), titled=False)
                 if e0.callees else Link(e0.callee_name))
@@ -360,7 +362,7 @@ def _function_view(ctx: SiteContext, page: str, up, s, out_edges: list, facts: l
         (launches if kind == "launch" else callees).append(xr)
     callers = []
     incoming = sorted(ctx.callers.get(s.key, ()), key=lambda e: (e.path != s.path, e.path, e.line))
-    groups = _group(incoming, lambda e: e.caller, None)
+    groups = _group(incoming, lambda e: e.caller)
     for caller, kind, es in groups[:MAX_CALLERS]:
         cup = names.split_key(caller)[0]
         caller_page = names.source_page(cup, es[0].path)
@@ -680,10 +682,7 @@ def _timing_views(record: dict) -> tuple[TimingView, ...]:
 def _record_view(number: int, rf, repo_root) -> RecordView:
     r = rf.record
     dev, build, peaks = _d(r.get("device")), _d(r.get("build")), _d(r.get("peaks"))
-    try:
-        where = rf.path.relative_to(repo_root).as_posix() if rf.source == "committed" else str(rf.path)
-    except ValueError:
-        where = str(rf.path)
+    where = _shown_path(rf.path, repo_root) if rf.source == "committed" else str(rf.path)
     cached = build.get("cached")
     return RecordView(
         number=number, anchor=names.record_anchor(number), local=rf.source == "local",
@@ -702,9 +701,12 @@ def _record_view(number: int, rf, repo_root) -> RecordView:
     )
 
 
-def _repo_root(spec):
-    """The repository a spec lives in (`<repo>/vendor_kernels/<kernel>/spec.yaml`)."""
-    return spec.folder.parent.parent
+def _shown_path(path: Path, repo_root: Path | None) -> str:
+    """A repository file as the site names it: relative to the repository when inside it."""
+    try:
+        return path.relative_to(repo_root).as_posix() if repo_root else str(path)
+    except ValueError:
+        return str(path)
 
 
 def runs_page(ctx: SiteContext, kr) -> RunsPage:
@@ -719,16 +721,13 @@ def runs_page(ctx: SiteContext, kr) -> RunsPage:
             out.append(symbol_link(ctx, page, keys[0], label=q) if keys else Link(q, None, "not on this site"))
         return tuple(out)
 
-    try:
-        spec_path = spec.spec_file.relative_to(_repo_root(spec)).as_posix()
-    except ValueError:
-        spec_path = str(spec.spec_file)
+    spec_path = _shown_path(spec.spec_file, ctx.repo_root)
     view = RunsView(
         kernel=spec.name, title=spec.title, upstream=spec.upstream,
         symbols=links(spec.symbols), launchers=links(spec.launchers),
         command=f"annotate run {spec.name}", baseline=spec.baseline, notes=spec.notes.strip(),
         bound=spec.bound, dtypes=tuple(spec.dtypes), spec_path=spec_path,
-        records=tuple(_record_view(i + 1, rf, _repo_root(spec)) for i, rf in enumerate(kr.records)),
+        records=tuple(_record_view(i + 1, rf, ctx.repo_root) for i, rf in enumerate(kr.records)),
         problems=tuple(kr.problems),
     )
     return RunsPage(page, names.root_prefix(page),

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import functools
 import http.server
-import sys
 import threading
 import time
 from pathlib import Path
 
+from annotate.project import Project
+from annotate.terminal import echo
 from site_builder import render
-from site_builder.build import _ensure_fetched, _load_index, build_site, default_out_dir
+from site_builder.build import build_site, default_out_dir
+from site_builder.output import prepare_out_dir
 
 STAMP_PATH = "/__annotate__/stamp"
 POLL_S = 0.4
@@ -72,25 +74,21 @@ def make_handler(out_dir: Path, state: _State):
     return functools.partial(Handler, directory=str(out_dir))
 
 
-def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | None = None,
-          ready: threading.Event | None = None, stop: threading.Event | None = None,
-          index=None, pins: dict | None = None) -> int:
+def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs: int | None = None,
+          ready: threading.Event | None = None, stop: threading.Event | None = None, force: bool = False) -> int:
     """Serve until Ctrl-C (or until `stop` is set). `ready` is set, with `.port`, once the
-    first build is written and the server listens; `index`/`pins` may be given (tests)."""
-    from annotate.upstreams import load_upstreams
-
-    out = Path(out_dir) if out_dir else default_out_dir()
-    pins = pins if pins is not None else load_upstreams(config)
-    if index is None:
-        _ensure_fetched(config, list(pins), True)
-        index = _load_index(config, list(pins), True)
+    first build is written and the server listens. The project's index is loaded once and kept;
+    each rebuild reads the annotations again."""
+    config = project.config
+    out = prepare_out_dir(out_dir if out_dir is not None else default_out_dir(), force)
+    project.index  # fetch and index before watching: the first build is the slow one
     seen = watched_stamp(config)  # before the first build: no save after it goes unseen
-    rep = build_site(config, out, jobs=jobs, index=index, pins=pins)
-    print(f"built {rep.pages_rendered} pages in {rep.seconds:.2f} s", flush=True)
+    rep = build_site(project, out, jobs=jobs, force=force)
+    echo(f"built {rep.pages_rendered} pages in {rep.seconds:.2f} s")
     state = _State()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), make_handler(out, state))
     host, real_port = httpd.server_address[:2]
-    print(f"serving {out} at http://{host}:{real_port}/ (Ctrl-C to stop)", flush=True)
+    echo(f"serving {out} at http://{host}:{real_port}/ (Ctrl-C to stop)")
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     if ready is not None:
         ready.port = real_port  # type: ignore[attr-defined]
@@ -102,20 +100,24 @@ def serve(config, out_dir: Path | None = None, port: int = 8000, jobs: int | Non
             if now == seen:
                 continue
             seen = now
-            render.environment.cache_clear()  # templates may have changed
-            t = time.perf_counter()
-            try:
-                rep = build_site(config, out, jobs=jobs, index=index, pins=pins)
-            except Exception as exc:  # keep serving the last good site; say why
-                print(f"rebuild failed: {exc}", file=sys.stderr, flush=True)
-                continue
-            if rep.stats and (rep.stats.written or rep.stats.removed):
-                state.build_id = str(time.time_ns())
-            print(f"rebuilt {rep.pages_rendered} page(s), {rep.stats.written if rep.stats else 0} file(s) "
-                  f"in {time.perf_counter() - t:.2f} s", flush=True)
+            _rebuild(project.with_fresh_annotations(), out, jobs, state)
     except KeyboardInterrupt:
         pass
     finally:
         httpd.shutdown()
         httpd.server_close()
     return 0
+
+
+def _rebuild(project: Project, out: Path, jobs: int | None, state: _State) -> None:
+    render.environment.cache_clear()  # templates may have changed
+    t = time.perf_counter()
+    try:
+        rep = build_site(project, out, jobs=jobs, force=True)
+    except Exception as exc:  # noqa: BLE001 - keep serving the last good site; say why
+        echo(f"rebuild failed: {type(exc).__name__}: {exc}", err=True)
+        return
+    if rep.stats and (rep.stats.written or rep.stats.removed):
+        state.build_id = str(time.time_ns())
+    echo(f"rebuilt {rep.pages_rendered} page(s), {rep.stats.written if rep.stats else 0} file(s) "
+         f"in {time.perf_counter() - t:.2f} s")

@@ -172,6 +172,40 @@ EVIL_MARKDOWN = (
 
 ANNOTATIONS = DATA / "annotations"
 
+PINS_YAML = """upstreams:
+  demo:
+    title: Demo
+    url: https://example.invalid/demo.git
+    web: https://example.invalid/demo
+    tag: v0.1
+    commit: {commit}
+    paths: [include/]
+    render: [include/]
+    lock: locks/demo.json
+"""
+
+
+def make_demo_repo(tmp_path: Path):
+    """A repository root (tmp_path/repo) holding the demo pin, its lock and a copy of the fixture
+    annotations, and a cache (tmp_path/cache) holding the demo sources as its checkout, not yet
+    recorded as fetched. Returns the Config; what `annotate build` sees on a real clone."""
+    import shutil
+
+    from annotate.config import Config
+    from annotate.fetch import lock as locks
+
+    root = tmp_path / "repo"
+    (root / "vendor_kernels" / "locks").mkdir(parents=True)
+    up = demo_upstream()
+    (root / "vendor_kernels" / "upstreams.yaml").write_text(PINS_YAML.format(commit=up.commit))
+    files = {p.relative_to(SRC).as_posix(): locks.file_blob_id(p) for p in sorted(SRC.rglob("*")) if p.is_file()}
+    locks.write_lock(root / "vendor_kernels" / "locks" / "demo.json", locks.Lock(UP, up.commit, up.paths, files))
+    shutil.copytree(ANNOTATIONS, root / "annotations")
+    (root / "schema").mkdir()
+    config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=root)
+    shutil.copytree(SRC, config.checkout_dir(UP, up.commit))
+    return config
+
 
 def fixture_pipeline(config):
     """(index, annotations) of the demo tree through the real index and notes stages."""
@@ -183,11 +217,13 @@ def fixture_pipeline(config):
 
 
 def build_fixture_site(config, out, annotations=None, **kw):
+    from annotate.project import open_project
     from site_builder.build import build_site
 
     index, notes = fixture_pipeline(config)
-    return build_site(config, out, index=index, annotations=notes if annotations is None else annotations(index),
-                      pins={UP: demo_upstream()}, jobs=1, **kw)
+    project = open_project(config, index=index, annotations=notes if annotations is None else annotations(index),
+                           pins={UP: demo_upstream()})
+    return build_site(project, out, jobs=1, **kw)
 
 
 # ---- a text dump of the page model (the snapshot that a grammar change shows up in) ----------

@@ -101,7 +101,7 @@ def test_auto_falls_back_to_the_archive_and_says_why(world, capsys):
 
 
 def test_status_json_and_annotation_coverage(world, capsys):
-    from annotate.fetch.cli import cmd_status
+    from annotate.commands.fetch import cmd_status
 
     notes = world.root / "annotations" / "demo" / "src"
     notes.mkdir(parents=True)

@@ -17,7 +17,7 @@ from annotate.fetch import gitroute
 from annotate.fetch import lock as locks
 from annotate.fetch.api import ensure_fetched, fetched_root, verify_fetched
 from annotate.fetch.archive import _map_member
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import get_upstream, load_upstreams, matches_exclude
 
 from fetch_support import (DEMO_V1, PKG_EXCLUDE, PKG_EXCLUDED, PKG_V1, SUB_V1, build_wheel, make_world,
@@ -78,7 +78,7 @@ def test_exclude_matcher_is_fnmatch_on_the_whole_path():
 
 # ---- the lock writer -----------------------------------------------------------------------------
 def test_lock_leaves_out_the_excluded_files_and_records_the_patterns(world):
-    from annotate.fetch.cli import cmd_lock
+    from annotate.commands.fetch import cmd_lock
 
     lock_path = world.root / "vendor_kernels/locks/demo.json"
     data = json.loads(lock_path.read_text())
@@ -172,7 +172,7 @@ def test_git_sparse_checkout_never_fetches_the_excluded_blobs(world, tmp_path):
         assert subprocess.run(["git", "-C", str(dest), "cat-file", "-e", blobs[rel]], env=env).returncode != 0, rel
     assert subprocess.run(["git", "-C", str(dest), "cat-file", "-e", blobs["demo_kernels/core.py"]],
                           env=env).returncode == 0
-    repo.close()
+    assert repo.git_dir == dest / ".git"
 
 
 def test_git_route_refuses_a_checkout_holding_files_the_pin_excludes(world, monkeypatch):
@@ -212,7 +212,7 @@ def test_submodule_patterns_apply_below_the_submodule_path(tmp_path):
     (lambda d: d["archive"]["map"].update({"/abs/": "src/"}), "'/abs/': expected a relative member name"),
     (lambda d: d.update(exclude="demo_kernels/*.md"), "upstreams.demo.exclude: expected a list of glob patterns"),
     (lambda d: d.update(exclude=["/demo_kernels/*.md"]), "'/demo_kernels/*.md': patterns are relative"),
-    (lambda d: d["submodules"][0].update(exclude=[""]), "upstreams.demo.submodules.sub.exclude: expected a list"),
+    (lambda d: d["submodules"][0].update(exclude=[""]), "upstreams.demo.submodules.0.exclude: expected a list"),
 ])
 def test_malformed_map_or_exclude_is_an_error_naming_the_file(world, edit, message):
     pins = world.pins()

@@ -165,7 +165,7 @@ def test_existing_tree_without_record_is_verified_in_place(world):
 def test_lock_command_from_a_git_dir(world):
     import argparse
 
-    from annotate.fetch.cli import cmd_lock
+    from annotate.commands.fetch import cmd_lock
 
     lock = world.root / "vendor_kernels/locks/demo.json"
     before = lock.read_text()

@@ -396,9 +396,14 @@ def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(
 
 def test_harness_must_name_a_runnable_kernel(tmp_config, index, root):
     # vendor_kernels/common/ and results/ are folders, not harnesses: only folders with a spec count
+    from annotate.commands.notes import known_harnesses
+
     fp = fp_of(index, "demo::norm::warp_reduce")
-    good = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    harness: rmsnorm\n")
+    kernels = known_harnesses(tmp_config)
+    good = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    harness: rmsnorm\n",
+                 known_harnesses=kernels)
     assert "unknown-harness" not in codes(good)
     for bad in ("common", "results", "rmsnrom"):
-        r = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    harness: {bad}\n")
+        r = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n    harness: {bad}\n",
+                  known_harnesses=kernels)
         assert only(r, "unknown-harness").severity == "warning", bad

@@ -11,7 +11,7 @@ import pytest
 from annotate.errors import UsageError
 from annotate.notes.check import run_check
 from annotate.notes.new import new_stub
-from annotate.notes.yamlpos import load_yaml
+from annotate.yamlpos import load_yaml
 from tests.notes_support import NORM_SRC, FakeIndex
 
 UP, PATH = "demo", "include/demo/norm.cuh"

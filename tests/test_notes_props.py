@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from annotate.errors import Diagnostic
 from annotate.notes.check import StaleExplainer, run_check
-from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
+from annotate.yamlpos import YamlProblem, decode, load_yaml
 from tests.notes_support import NORM_SRC, FakeIndex
 
 UP, PATH = "demo", "include/demo/norm.cuh"

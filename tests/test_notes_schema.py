@@ -29,7 +29,7 @@ def test_schema_shape():
 
 
 def test_brief_example_validates():
-    from annotate.notes.yamlpos import load_yaml
+    from annotate.yamlpos import load_yaml
 
     doc = load_yaml("""
 upstream: flashinfer
@@ -64,7 +64,7 @@ def test_editor_validation_agrees_with_check(real_config):
     file and the drift fixture, and rejects what `check` rejects at the schema level."""
     jsonschema = __import__("pytest").importorskip("jsonschema")
     from annotate.notes.api import annotation_paths
-    from annotate.notes.yamlpos import decode, load_yaml
+    from annotate.yamlpos import decode, load_yaml
 
     schema = json.loads(real_config.schema_file.read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)

@@ -137,9 +137,9 @@ def test_hostile_annotation_runs_nothing(tmp_path):
         f0 = next(f for f in notes.files if f.path == NORM)
         fn = dataclasses.replace(f0.functions[0], summary=M.Text(EVIL_MARKDOWN, EVIL_MARKDOWN),
                                  calls={"<img src=x onerror=window.__pwned=7>": M.Text(EVIL_MARKDOWN)})
-        notes.files[notes.files.index(f0)] = dataclasses.replace(
+        bad = dataclasses.replace(
             f0, functions=(fn,), overview=M.Text("[x](javascript:window.__pwned=8) <script>window.__pwned=9</script>"))
-        return notes
+        return dataclasses.replace(notes, files=tuple(bad if f is f0 else f for f in notes.files))
 
     config = Config.load(environ={}, cache_dir=tmp_path / "cache")
     build_fixture_site(config, tmp_path / "out", annotations=evil)
@@ -169,12 +169,13 @@ def test_real_decode_page(real_config, pinned, tmp_path):
     """The real pins: flashinfer's decode.cuh with the project's own annotations."""
     from selenium.webdriver.common.by import By
 
+    from annotate.project import open_project
     from site_builder.build import build_site
 
     pinned("flashinfer")
     pinned("flash-attention")
     out = tmp_path / "real"
-    build_site(real_config, out)
+    build_site(open_project(real_config, fetch=True), out)
     page = out / names.source_page("flashinfer", "include/flashinfer/attention/decode.cuh")
     with chromium(1600, 1000) as d:
         d.get(page.as_uri())

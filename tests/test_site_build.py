@@ -3,7 +3,6 @@ outputs, incremental rebuilds, the CLI, `annotate serve`; and (slow) the real pi
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -14,38 +13,19 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from site_support import ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site, demo_upstream  # noqa: E402
+from site_support import (ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site, demo_upstream,  # noqa: E402
+                          make_demo_repo)
 
 from annotate.config import Config  # noqa: E402
 from site_builder import names  # noqa: E402
 from site_builder.build import build_site, input_stamp  # noqa: E402
 
-PINS_YAML = """upstreams:
-  demo:
-    title: Demo
-    url: https://example.invalid/demo.git
-    web: https://example.invalid/demo
-    tag: v0.1
-    commit: {commit}
-    paths: [include/]
-    render: [include/]
-    lock: locks/demo.json
-"""
-
 
 @pytest.fixture
 def demo_repo(tmp_path: Path) -> Config:
-    """A repository root holding the demo pin and a copy of the fixture annotations, with the
-    demo sources "fetched" into the cache: what `annotate build` sees on a real checkout."""
-    root = tmp_path / "repo"
-    (root / "vendor_kernels").mkdir(parents=True)
-    up = demo_upstream()
-    (root / "vendor_kernels" / "upstreams.yaml").write_text(PINS_YAML.format(commit=up.commit))
-    shutil.copytree(ANNOTATIONS, root / "annotations")
-    (root / "schema").mkdir()
-    config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=root)
-    shutil.copytree(SRC, config.checkout_dir(UP, up.commit))
-    _write_fetch_record(config, up)
+    """The demo pin "fetched" into the cache of a repository root (site_support.make_demo_repo)."""
+    config = make_demo_repo(tmp_path)
+    _write_fetch_record(config, demo_upstream())
     return config
 
 
@@ -99,8 +79,8 @@ def test_incremental_rebuilds_only_what_changed(tmp_config, tmp_path):
         import dataclasses
 
         new_fn = dataclasses.replace(fn, summary=M.Text("Edited summary."))
-        notes.files[notes.files.index(f0)] = dataclasses.replace(f0, functions=(new_fn,))
-        return notes
+        files = tuple(dataclasses.replace(f0, functions=(new_fn,)) if f is f0 else f for f in notes.files)
+        return dataclasses.replace(notes, files=files)
 
     rep = build_fixture_site(tmp_config, out, annotations=edited)
     assert rep.pages_rendered == 1
@@ -108,41 +88,48 @@ def test_incremental_rebuilds_only_what_changed(tmp_config, tmp_path):
     assert page.stat().st_mtime_ns == before  # untouched file, untouched bytes
 
 
+def _build(config, out, **kw):
+    from annotate.project import open_project
+
+    return build_site(open_project(config, fetch=True), out, **kw)
+
+
 def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
     out = tmp_path / "site"
-    rep = build_site(demo_repo, out, fetch=False)
+    rep = _build(demo_repo, out)
     assert not rep.noop and rep.pages_rendered == 2
-    rep = build_site(demo_repo, out, fetch=False)
-    assert rep.noop and rep.seconds < 0.5
+    rep = _build(demo_repo, out)
+    assert rep.noop
     stamp = input_stamp(demo_repo, {UP: demo_upstream()})
     yaml_file = demo_repo.annotations_dir / UP / f"{NORM}.yaml"
     yaml_file.write_text(yaml_file.read_text().replace("Five butterfly steps", "Five steps"))
     assert input_stamp(demo_repo, {UP: demo_upstream()}) != stamp
-    rep = build_site(demo_repo, out, fetch=False)
+    rep = _build(demo_repo, out)
     assert not rep.noop and rep.pages_rendered == 1
     assert "Five steps reduce" in (out / names.source_page(UP, NORM)).read_text()
     # a deleted output is noticed and written again
     (out / names.source_page(UP, DECODE)).unlink()
-    rep = build_site(demo_repo, out, fetch=False)
+    rep = _build(demo_repo, out)
     assert rep.pages_rendered == 1 and (out / names.source_page(UP, DECODE)).is_file()
 
 
 def test_a_build_that_fetched_is_followed_by_a_noop(demo_repo, tmp_path, monkeypatch):
     # the first `annotate build` on a fresh machine fetches, which writes the fetch records the
     # stamp reads; the build after it must still be recognised as a no-op
-    import site_builder.build as build_mod
+    import annotate.fetch.api as fetch_api
 
     up = demo_upstream()
     record = demo_repo.fetch_record(up.name, up.commit)
     record.unlink()
 
-    def fake_fetch(config, names_, progress):
+    def fake_fetch(config, names=None, progress=False, **kw):
         _write_fetch_record(config, up)
+        return [fetch_api.read_record(config, up)]
 
-    monkeypatch.setattr(build_mod, "_ensure_fetched", fake_fetch)
+    monkeypatch.setattr(fetch_api, "ensure_fetched", fake_fetch)
     out = tmp_path / "site"
-    assert not build_site(demo_repo, out).noop
-    assert build_site(demo_repo, out).noop
+    assert not _build(demo_repo, out).noop
+    assert _build(demo_repo, out).noop
 
 
 def test_cli_commands_registered():
@@ -156,13 +143,12 @@ def test_cli_commands_registered():
     assert args.func.__name__ == "cmd_serve" and args.port == 0
 
 
-def test_cli_build_runs_in_process(demo_repo, tmp_path, monkeypatch, capsys):
-    from site_builder.cli import cmd_build
+def test_cli_build_runs_in_process(demo_repo, tmp_path, capsys):
+    from annotate.commands.site import cmd_build
     import argparse
 
     out = tmp_path / "cli-site"
-    monkeypatch.setattr("site_builder.build._ensure_fetched", lambda *a, **k: None)
-    args = argparse.Namespace(out=out, jobs=1, upstream=None, quiet=False)
+    args = argparse.Namespace(out=out, jobs=1, upstream=None, quiet=False, force=False)
     assert cmd_build(args, demo_repo) == 0
     assert "2 of 2 source pages rendered" in capsys.readouterr().out
     assert cmd_build(args, demo_repo) == 0
@@ -176,8 +162,11 @@ def test_serve_rebuilds_and_bumps_the_stamp(demo_repo, tmp_path):
     out = tmp_path / "served"
     ready, stop = threading.Event(), threading.Event()
     index = index_directory(UP, SRC)
-    th = threading.Thread(target=serve, kwargs=dict(config=demo_repo, out_dir=out, port=0, jobs=1, ready=ready,
-                                                    stop=stop, index=index, pins={UP: demo_upstream()}), daemon=True)
+    from annotate.project import open_project
+
+    project = open_project(demo_repo, index=index, pins={UP: demo_upstream()})
+    th = threading.Thread(target=serve, kwargs=dict(project=project, out_dir=out, port=0, jobs=1, ready=ready,
+                                                    stop=stop), daemon=True)
     th.start()
     assert ready.wait(60)
     base = f"http://127.0.0.1:{ready.port}"
@@ -207,7 +196,7 @@ def test_real_pins_site(real_config, pinned, tmp_path):
     pinned("flashinfer")
     pinned("flash-attention")
     out = tmp_path / "real"
-    rep = build_site(real_config, out)
+    rep = _build(real_config, out)
     # every source file under each pin's render paths that this checkout has gets its page (the
     # archive route lacks most of hopper/, the git route has all of it)
     from annotate.index.api import source_files

@@ -46,7 +46,8 @@ def _local_record(config: Config, stamp: str, **changes) -> Path:
 
 def _ctx(config: Config):
     index = FixtureIndex()
-    return pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=load_runs(config))
+    return pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=load_runs(config),
+                              repo_root=config.repo_root)
 
 
 # ---- reading specs and records (torch-free) ---------------------------------------------------
@@ -283,7 +284,7 @@ def test_real_committed_records_render(pinned, real_config):
     assert problems == []
     assert {r.spec.name for r in runs} >= {"decode_kernel", "rmsnorm", "silu_and_mul", "merge_state",
                                             "prefill_kernel", "flash_fwd"}
-    ctx = pages.make_context(index, None, ups, runs=(runs, problems))
+    ctx = pages.make_context(index, None, ups, runs=(runs, problems), repo_root=real_config.repo_root)
     for kr in runs:
         committed = [rf for rf in kr.records if rf.source == "committed"]
         assert len(committed) >= 2, kr.spec.name  # the default device and nvidia-h200/

@@ -18,6 +18,10 @@ re-checks and finds the work done.
             (the flash-attn sdist ships little of hopper/ and lacks 29 cutlass .inl files);
   commit  - git route without a lock file: HEAD equals the pin, nothing more was compared.
 A file that differs from the lock is never accepted: the fetch fails naming it.
+
+Each record also keeps `tree_stat`, a digest of the tree's file stats taken when it was verified
+(fetch.verify.stat_digest); `fetch_status` reports a tree whose stats no longer match as
+verified "changed", until `annotate fetch --verify` hashes it again.
 """
 
 from __future__ import annotations
@@ -28,20 +32,18 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import Upstream, load_upstreams
 from annotate.atomic import write_atomic
 
 ROUTES = ("auto", "git", "archive")
 RECORD_VERSION = 1
-# Free space a fetch wants before it starts (MB); the config file's [fetch] min_free_mb overrides it.
-DEFAULT_MIN_FREE_MB = 300
 LOCK_WAIT_SECONDS = 3600
 
 
@@ -70,6 +72,7 @@ class FetchRecord:
     files: int
     missing: tuple[str, ...] = ()  # checkout-relative paths the lock lists but the tree lacks
     submodules: tuple[SubmoduleRecord, ...] = ()
+    tree_stat: str = ""  # fetch.verify.stat_digest of the tree when it was verified ("" in older records)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -88,7 +91,7 @@ class FetchRecord:
                    source=d.get("source", ""), reason=d.get("reason", ""), root=Path(d["root"]),
                    fetched_at=d.get("fetched_at", ""), seconds=float(d.get("seconds", 0)),
                    verified=d.get("verified", ""), files=int(d.get("files", 0)),
-                   missing=tuple(d.get("missing") or ()), submodules=subs)
+                   missing=tuple(d.get("missing") or ()), submodules=subs, tree_stat=str(d.get("tree_stat") or ""))
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class PinStatus:
     tag: str
     fetched: bool
     route: str | None
-    verified: str | None
+    verified: str | None  # as recorded, or "changed" when the tree's stats moved since it was verified
     missing: tuple[str, ...]
     fetched_at: str | None
     root: Path | None
@@ -137,12 +140,17 @@ def read_record(config: Config, up: Upstream) -> FetchRecord | None:
     root = config.checkout_dir(up.name, up.commit)
     if not root.is_dir():
         return None
-    return rec if rec.root == root else FetchRecord(**{**rec.__dict__, "root": root})
+    return rec if rec.root == root else replace(rec, root=root)
 
 
-def _write_record(config: Config, rec: FetchRecord) -> None:
+def _write_record(config: Config, rec: FetchRecord) -> FetchRecord:
+    """Write `rec` with the stat digest of its tree as it is now (just verified)."""
+    from annotate.fetch.verify import stat_digest
+
+    rec = replace(rec, tree_stat=stat_digest(rec.root))
     path = config.fetch_record(rec.name, rec.commit)
     write_atomic(path, json.dumps(rec.to_json(), indent=1) + "\n")
+    return rec
 
 
 def fetched_root(config: Config, name: str) -> Path | None:
@@ -212,8 +220,7 @@ def _install(config: Config, up: Upstream, work: Path, tmp: Path, rec: FetchReco
     if final.exists() or final.is_symlink():
         os.rename(final, tmp / "previous")
     os.rename(work, final)
-    _write_record(config, rec)
-    return rec
+    return _write_record(config, rec)
 
 
 def _adopt_existing(config: Config, up: Upstream, reporter: Reporter) -> FetchRecord | None:
@@ -237,8 +244,7 @@ def _adopt_existing(config: Config, up: Upstream, reporter: Reporter) -> FetchRe
         verified="partial" if missing else "full", files=files, missing=tuple(missing),
         submodules=_sub_records(up, str(root), missing,
                                 {s.name: sum(1 for _ in _walk(root / s.path)) for s in up.submodules}))
-    _write_record(config, rec)
-    return rec
+    return _write_record(config, rec)
 
 
 def _now() -> str:
@@ -287,8 +293,7 @@ def _fetch_one(config: Config, up: Upstream, via: str, reporter: Reporter) -> Fe
     config.tmp_dir().mkdir(parents=True, exist_ok=True)
     config.checkouts_dir().mkdir(parents=True, exist_ok=True)
     _clean_stale_tmp(config, up)
-    need = int(config.fetch_settings.get("min_free_mb", DEFAULT_MIN_FREE_MB))
-    _free_space_check(config, need)
+    _free_space_check(config, config.min_free_mb())
     routes = ["git", "archive"] if via == "auto" else [via]
     why: list[str] = []
     t0 = time.monotonic()
@@ -330,7 +335,7 @@ def _fetch_one(config: Config, up: Upstream, via: str, reporter: Reporter) -> Fe
     raise AssertionError("unreachable")
 
 
-def ensure_fetched(config: Config, names=None, via: str = "auto", progress: bool = True,
+def ensure_fetched(config: Config, names=None, via: str = "auto", progress: bool | Reporter = True,
                    force: bool = False) -> list[FetchRecord]:
     """Every selected pin verified in the cache (fetching what is missing); idempotent and fast when done.
 
@@ -349,7 +354,7 @@ def ensure_fetched(config: Config, names=None, via: str = "auto", progress: bool
                 continue
         from filelock import FileLock, Timeout
 
-        reporter = reporter or Reporter(progress)
+        reporter = reporter or Reporter.of(progress)
         lock_file = config.lock_path(f"fetch-{up.name}-{up.short}")
         lock_file.parent.mkdir(parents=True, exist_ok=True)
         lk = FileLock(str(lock_file))
@@ -375,11 +380,11 @@ def ensure_fetched(config: Config, names=None, via: str = "auto", progress: bool
     return out
 
 
-def verify_fetched(config: Config, names=None, progress: bool = True) -> list[FetchRecord]:
+def verify_fetched(config: Config, names=None, progress: bool | Reporter = True) -> list[FetchRecord]:
     """Hash every file of the fetched checkouts again and compare with the locks (AnnotateError on a mismatch)."""
     from annotate.fetch.verify import verify_tree
 
-    reporter = Reporter(progress)
+    reporter = Reporter.of(progress)
     out = []
     for up in _select(config, names):
         rec = read_record(config, up)
@@ -391,54 +396,43 @@ def verify_fetched(config: Config, names=None, progress: bool = True) -> list[Fe
             raise AnnotateError(f"{up.name}: {len(missing)} files missing now, the record says {len(recorded)}"
                                 f" (e.g. {sorted(set(missing) ^ recorded)[0]})",
                                 hint=f"annotate fetch --force {up.name}")
-        out.append(rec)
+        out.append(_write_record(config, rec))  # verified again: the stats from now on are the verified ones
     return out
 
 
 # ---- status ---------------------------------------------------------------------------------------
-def annotation_coverage(config: Config, upstream: str) -> tuple[int, int, tuple[str, ...]]:
-    """(annotation files, annotated functions, broken files) under annotations/<upstream>/."""
-    import yaml
+def _verified_now(rec: FetchRecord) -> str:
+    """The record's `verified`, unless the tree's stats changed since then ("changed")."""
+    from annotate.fetch.verify import stat_digest
 
-    base = config.annotations_dir / upstream
-    n_files = n_funcs = 0
-    broken: list[str] = []
-    if not base.is_dir():
-        return 0, 0, ()
-    for p in sorted(base.rglob("*.yaml")):
-        n_files += 1
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-            funcs = (data or {}).get("functions") or {}
-            if not isinstance(data, dict) or not isinstance(funcs, dict):
-                raise ValueError("not a mapping")
-            n_funcs += len(funcs)
-        except (yaml.YAMLError, ValueError, UnicodeDecodeError, AttributeError):
-            broken.append(str(p.relative_to(config.annotations_dir)))
-    return n_files, n_funcs, tuple(broken)
+    if rec.tree_stat and stat_digest(rec.root) != rec.tree_stat:
+        return "changed"
+    return rec.verified
 
 
 def fetch_status(config: Config) -> list[PinStatus]:
-    """One row per pin and per submodule, fetched or not; upstream rows carry annotation coverage."""
+    """One row per pin and per submodule, fetched or not (annotation coverage is the notes
+    stage's: annotate.project.status adds it)."""
     out: list[PinStatus] = []
     for up in load_upstreams(config).values():
         rec = read_record(config, up)
-        files, funcs, broken = annotation_coverage(config, up.name)
+        verified = _verified_now(rec) if rec else None
         out.append(PinStatus(
             name=up.name, kind="upstream", parent=None, commit=up.commit, tag=up.tag, fetched=rec is not None,
-            route=rec.route if rec else None, verified=rec.verified if rec else None,
+            route=rec.route if rec else None, verified=verified,
             missing=tuple(m for m in rec.missing if not any(m.startswith(s.path.strip('/') + '/')
                                                              for s in up.submodules)) if rec else (),
             fetched_at=rec.fetched_at if rec else None, root=rec.root if rec else None,
             files=rec.files if rec else None, source=rec.source if rec else None,
-            reason=rec.reason if rec else None, annotation_files=files, annotated_functions=funcs, broken_annotation_files=broken))
+            reason=rec.reason if rec else None))
         for sub in up.submodules:
             srec = next((s for s in rec.submodules if s.name == sub.name), None) if rec else None
+            sub_verified = None
+            if srec:
+                sub_verified = verified if verified in ("commit", "changed") else ("partial" if srec.missing else "full")
             out.append(PinStatus(
                 name=sub.name, kind="submodule", parent=up.name, commit=sub.commit, tag="",
-                fetched=srec is not None, route=rec.route if srec else None,
-                verified=(("partial" if srec.missing else "full") if rec.verified != "commit" else "commit")
-                if srec else None,
+                fetched=srec is not None, route=rec.route if srec else None, verified=sub_verified,
                 missing=srec.missing if srec else (), fetched_at=rec.fetched_at if srec else None,
                 root=(rec.root / sub.path) if srec else None, path=sub.path, files=srec.files if srec else None,
                 source=srec.source if srec else None, reason=rec.reason if srec else None))

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from annotate.config import Config
+from annotate.config import Config, child_env
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import ArchiveSpec, Upstream
 
 PIP_TIMEOUT = 1800
@@ -108,52 +108,10 @@ def download(config: Config, spec: ArchiveSpec, reporter: Reporter) -> Path:
     config.tmp_dir().mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=config.tmp_dir(), prefix="pip-"))
     try:
-        cmd = pip_command(config, spec, tmp)
-        env = {**os.environ, **{k: str(v) for k, v in spec.env.items()}, "PIP_NO_INPUT": "1"}
-        tail: deque[str] = deque(maxlen=12)
-        with reporter.step(f"pip download {spec.requirement}") as update:
-            try:
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                        errors="replace")
-            except OSError as exc:
-                raise AnnotateError(f"cannot run pip ({sys.executable} -m pip): {exc}") from None
-
-            def pump():
-                for line in proc.stdout:
-                    line = line.rstrip()
-                    if line:
-                        tail.append(line)
-                        update(line.strip())
-
-            t = threading.Thread(target=pump, daemon=True)
-            t.start()
-            try:
-                rc = proc.wait(timeout=PIP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = proc.wait()
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
-            t.join(5)
+        rc, tail = _run_pip(pip_command(config, spec, tmp), child_env({**spec.env, "PIP_NO_INPUT": "1"}),
+                            reporter, spec.requirement)
         if rc != 0:
-            lines = list(tail)
-            joined = "\n".join(lines)
-            if "No space left on device" in joined:
-                raise AnnotateError(f"disk full while downloading {spec.requirement}",
-                                    hint="free some space or point ANNOTATE_CACHE_DIR at a larger disk")
-            hint = "pip's configuration (index-url, proxy) applies; extra pip arguments: $ANNOTATE_PIP_ARGS"
-            if spec.kind == "sdist" and re.search(r"No module named|ModuleNotFoundError|CUDA_HOME", joined):
-                hint = ("pip runs the sdist's setup.py to read its metadata: install torch (a CPU build is "
-                        "enough), packaging, setuptools and wheel into this Python")
-            elif re.search(r"Could not find a version|No matching distribution|resolve|connection|Network",
-                           joined, re.I):
-                hint = ("is the package index reachable? behind a mirror set ANNOTATE_PIP_ARGS "
-                        "(e.g. '--index-url URL') or pip's own configuration")
-            raise AnnotateError(
-                f"pip download {spec.requirement} failed (exit {rc}):\n    " + "\n    ".join(lines[-8:]),
-                hint=hint)
+            raise _pip_failure(spec, rc, tail)
         got = [f for f in tmp.iterdir() if f.is_file()]
         if len(got) != 1:
             raise AnnotateError(f"pip download {spec.requirement} left {len(got)} files, expected one: "
@@ -163,6 +121,55 @@ def download(config: Config, spec: ArchiveSpec, reporter: Reporter) -> Path:
         return final
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_pip(cmd: list[str], env: dict[str, str], reporter: Reporter, what: str) -> tuple[int, list[str]]:
+    """(exit status, pip's last lines), its latest line shown on the spinner while it runs."""
+    tail: deque[str] = deque(maxlen=12)
+    with reporter.step(f"pip download {what}") as update:
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                                    errors="replace")
+        except OSError as exc:
+            raise AnnotateError(f"cannot run pip ({sys.executable} -m pip): {exc}") from None
+
+        def pump():
+            for line in proc.stdout:
+                line = line.rstrip()
+                if line:
+                    tail.append(line)
+                    update(line.strip())
+
+        t = threading.Thread(target=pump, daemon=True)
+        t.start()
+        try:
+            rc = proc.wait(timeout=PIP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        t.join(5)
+    return rc, list(tail)
+
+
+def _pip_failure(spec: ArchiveSpec, rc: int, lines: list[str]) -> AnnotateError:
+    """pip's failure as one error with its last lines and the likeliest fix."""
+    joined = "\n".join(lines)
+    if "No space left on device" in joined:
+        return AnnotateError(f"disk full while downloading {spec.requirement}",
+                             hint="free some space or point ANNOTATE_CACHE_DIR at a larger disk")
+    hint = "pip's configuration (index-url, proxy) applies; extra pip arguments: $ANNOTATE_PIP_ARGS"
+    if spec.kind == "sdist" and re.search(r"No module named|ModuleNotFoundError|CUDA_HOME", joined):
+        hint = ("pip runs the sdist's setup.py to read its metadata: install torch (a CPU build is "
+                "enough), packaging, setuptools and wheel into this Python")
+    elif re.search(r"Could not find a version|No matching distribution|resolve|connection|Network", joined, re.I):
+        hint = ("is the package index reachable? behind a mirror set ANNOTATE_PIP_ARGS "
+                "(e.g. '--index-url URL') or pip's own configuration")
+    return AnnotateError(f"pip download {spec.requirement} failed (exit {rc}):\n    " + "\n    ".join(lines[-8:]),
+                         hint=hint)
 
 
 # ---- reading archives ---------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""The git route: only the pin's sparse paths, at exactly the pinned commit, through GitPython.
+"""The git route: only the pin's sparse paths, at exactly the pinned commit (git driven by annotate.git).
 
 A local directory (a mirror snapshot, a clone) is cloned with --shared and --no-checkout:
-nothing is copied, and only the sparse paths are ever read. Anything else (https, ssh, file://)
-gets an empty repository and `git fetch --depth=1 --filter=blob:none origin <commit>`, so only
-the pinned commit's trees come over and the checkout then pulls just the blobs of the sparse
-paths. Servers that refuse a fetch by commit id get a blobless fetch of all branches and tags.
+nothing is copied, and only the sparse paths are ever read. Anything else (https, ssh, file://,
+see annotate.git.remote) gets an empty repository and `git fetch --depth=1 --filter=blob:none
+origin <commit>`, so only the pinned commit's trees come over and the checkout then pulls just
+the blobs of the sparse paths. Servers that refuse a fetch by commit id get a blobless fetch of
+all branches and tags.
 
 A pin's `exclude` patterns are applied to the commit's tree by the same matcher the lock writer
 and the archive route use; the sparse checkout gets each excluded file as a negated literal
@@ -19,24 +20,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from annotate import git
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import Submodule, Upstream, matches_exclude
-
-# A remote that stops sending for this long is abandoned (git's own low-speed guard).
-LOW_SPEED_SECONDS = 30
-# Ceiling for one git command; the reachability probe catches the offline case long before.
-COMMAND_TIMEOUT = 3600
-
 
 class RouteUnavailable(AnnotateError):
     """The route cannot run here (no network, URL absent); `--via auto` moves on to the next."""
@@ -57,24 +52,15 @@ class GitResult:
 
 
 _PROBED: dict[tuple[str, int], str | None] = {}  # (host, port) -> why it is unreachable, None if fine
-_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 
 
-def local_path(url: str) -> Path | None:
-    """The directory a URL names when git would read it as a local path (not file://)."""
-    if "://" in url or _SCP_LIKE.match(url):
-        return None
-    return Path(url).expanduser()
-
-
-def _endpoint(url: str, environ: dict[str, str]) -> tuple[str, int] | None:
+def _endpoint(url: str, config: Config) -> tuple[str, int] | None:
     """(host, port) the remote's first packet goes to, through a proxy when one is set."""
-    if _SCP_LIKE.match(url):
+    if "://" not in url and "@" in url.split(":", 1)[0]:  # user@host:path
         return url.split("@", 1)[1].split(":", 1)[0], 22
     parts = urlsplit(url)
     if parts.scheme in ("http", "https"):
-        proxy = (environ.get(f"{parts.scheme}_proxy") or environ.get(f"{parts.scheme.upper()}_PROXY")
-                 or environ.get("all_proxy") or environ.get("ALL_PROXY"))
+        proxy = config.proxy_for(parts.scheme)
         if proxy:
             p = urlsplit(proxy if "://" in proxy else "http://" + proxy)
             return p.hostname or "", p.port or 80
@@ -84,18 +70,15 @@ def _endpoint(url: str, environ: dict[str, str]) -> tuple[str, int] | None:
     return parts.hostname, parts.port or default
 
 
-def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
-    """Fail fast (RouteUnavailable) when the remote cannot be reached: DNS or connect in `timeout` s."""
-    path = local_path(url)
-    if path is not None:
-        if not path.exists():
+def probe(url: str, config: Config) -> None:
+    """Fail fast (RouteUnavailable) when the remote cannot be reached: DNS or connect in time."""
+    where = git.remote(url)
+    if where.local:
+        if not where.path.exists():
             raise RouteUnavailable(f"git: {url} does not exist")
         return
-    if url.startswith("file://"):
-        if not Path(urlsplit(url).path).exists():
-            raise RouteUnavailable(f"git: {url} does not exist")
-        return
-    ep = _endpoint(url, environ)
+    timeout = config.git_timeout()
+    ep = _endpoint(url, config)
     if ep is None:
         return
     if ep in _PROBED:  # one answer per host and process: three pins on one host cost one timeout
@@ -124,46 +107,21 @@ def probe(url: str, timeout: float, environ: dict[str, str]) -> None:
         raise RouteUnavailable(f"git: cannot reach {url} ({_PROBED[ep]}; offline?)")
 
 
-def _gitpython():
-    """GitPython, imported on first use (it is heavy, and GPU hosts may lack it or git itself)."""
-    if shutil.which("git") is None:
+def _require_git() -> None:
+    if not git.available():
         raise RouteUnavailable("git: no git executable on PATH")
-    try:
-        import git
-    except ImportError as exc:
-        raise RouteUnavailable(f"git: GitPython is not usable here ({exc})",
-                               hint="pip install GitPython, or use --via archive") from None
-    return git
-
-
-def _git_env(config: Config) -> dict[str, str]:
-    timeout = int(config.git_timeout())
-    return {
-        "GIT_TERMINAL_PROMPT": "0",  # never wait for a password
-        "GIT_ASKPASS": "true",
-        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
-        "GIT_HTTP_LOW_SPEED_TIME": str(LOW_SPEED_SECONDS),
-        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND")
-        or f"ssh -o BatchMode=yes -o ConnectTimeout={timeout}",
-    }
-
-
-def _last_line(exc: Exception) -> str:
-    text = getattr(exc, "stderr", "") or str(exc)
-    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip() and ln.strip() not in ("'", '"')]
-    return (lines[-1].strip("'\"") if lines else str(exc))[:300]
 
 
 _NETWORK = ("could not resolve host", "unable to access", "connection refused", "could not read from remote",
             "timed out", "network is unreachable", "connection reset")
 
 
-def _is_network(exc: Exception) -> bool:
-    return any(s in _last_line(exc).lower() for s in _NETWORK)
+def _is_network(exc: git.GitError) -> bool:
+    return any(s in exc.last_line().lower() for s in _NETWORK)
 
 
-def _raise_git(what: str, url: str, exc: Exception) -> None:
-    msg = _last_line(exc)
+def _raise_git(what: str, url: str, exc: git.GitError) -> None:
+    msg = exc.last_line()
     if "No space left on device" in msg:
         raise AnnotateError(f"disk full while {what} from {url}",
                             hint="free some space or point ANNOTATE_CACHE_DIR at a larger disk") from None
@@ -185,69 +143,79 @@ def _sparse_patterns(paths: tuple[str, ...], excluded: list[str] = ()) -> str:
             + "".join("!/" + _literal(p) + "\n" for p in excluded))
 
 
-def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter, label: str):
-    """A repository at `dest` that holds `commit` (its trees at least), nothing checked out; the Repo."""
-    git = _gitpython()
-
-    env = _git_env(config)
-    src = local_path(url)
+def obtain(config: Config, url: str, commit: str, dest: Path, reporter: Reporter, label: str) -> git.Repo:
+    """A repository at `dest` that holds `commit` (its trees at least), nothing checked out."""
+    _require_git()
+    env = config.git_env()
+    where = git.remote(url)
     with reporter.step(f"git: {label}: getting {commit[:12]} from {url}"):
         try:
-            if src is not None:
-                repo = git.Repo.clone_from(str(src), str(dest), no_checkout=True, shared=True, env=env,
-                                           kill_after_timeout=COMMAND_TIMEOUT)
+            if where.in_place:
+                repo = git.Repo.clone_shared(where.path, dest, env)
             else:
-                repo = git.Repo.init(str(dest))
-                repo.git.remote("add", "origin", url)
-                g = repo.git
+                repo = git.Repo.init(dest, env)
+                repo.git("remote", "add", "origin", url)
                 try:
-                    g.fetch("--depth=1", "--filter=blob:none", "--no-tags", "origin", commit,
-                            env=env, kill_after_timeout=COMMAND_TIMEOUT)
-                except git.GitCommandError as exc:
+                    repo.git("fetch", "--quiet", "--depth=1", "--filter=blob:none", "--no-tags", "origin", commit)
+                except git.GitError as exc:
                     if _is_network(exc):
                         raise
                     # servers that refuse fetching an unadvertised commit: take every ref, blobless
-                    g.fetch("--filter=blob:none", "origin", "+refs/heads/*:refs/remotes/origin/*",
-                            "+refs/tags/*:refs/tags/*", env=env, kill_after_timeout=COMMAND_TIMEOUT)
-        except git.GitCommandError as exc:
-            msg = _last_line(exc).lower()
+                    repo.git("fetch", "--quiet", "--filter=blob:none", "origin",
+                             "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*")
+        except git.GitError as exc:
+            msg = exc.last_line().lower()
             if any(s in msg for s in ("not our ref", "couldn't find remote ref", "no such remote ref",
                                       "unadvertised")):
                 raise AnnotateError(f"commit {commit} not found in {url}", hint="is the mirror up to date?") from None
             _raise_git(f"fetching {label}", url, exc)
-    if not locks.has_commit(Path(repo.git_dir), commit):
+    if not repo.has_commit(commit):
         raise AnnotateError(f"commit {commit} not found in {url}", hint="is the mirror up to date?")
     return repo
 
 
-def checkout_trees(config: Config, url: str, commit: str, dest: Path):
+def checkout_trees(config: Config, url: str, commit: str, dest: Path) -> git.Repo:
     """For `annotate lock` from a remote: the commit's trees only (a blobless fetch), quietly."""
-    probe(url, config.git_timeout(), config.environ)
+    probe(url, config)
     return obtain(config, url, commit, dest, Reporter(False), "lock")
 
 
+def lock_for(config: Config, name: str, pin: Upstream | Submodule, source: str | None = None) -> locks.Lock:
+    """The lock of one pin, read from `source` (a git directory) or else from the pin's URL after
+    overrides: a repository on this machine is read in place, a remote gets a blobless fetch of
+    the one commit (only trees are needed)."""
+    exclude = tuple(pin.exclude)
+    if source:
+        return locks.lock_from_git(locks.resolve_gitdir(Path(source)), name, pin.commit, pin.paths, exclude)
+    url, _origin = config.url_for(name, pin.url)
+    where = git.remote(url)
+    if where.local:
+        return locks.lock_from_git(locks.resolve_gitdir(where.path), name, pin.commit, pin.paths, exclude)
+    import tempfile
+
+    config.tmp_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{name}-") as tmp:
+        repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
+        return locks.lock_from_git(repo.git_dir, name, pin.commit, pin.paths, exclude)
+
+
 def checkout(config: Config, url: str, commit: str, paths: tuple[str, ...], dest: Path,
-             reporter: Reporter, label: str, exclude: tuple[str, ...] = ()):
+             reporter: Reporter, label: str, exclude: tuple[str, ...] = ()) -> git.Repo:
     """Put `paths` of `commit` from `url`, less the files `exclude` matches, into the new directory
     `dest` (with a .git); returns the Repo."""
-    git = _gitpython()
-
-    env = _git_env(config)
     repo = obtain(config, url, commit, dest, reporter, label)
-    gitdir = Path(repo.git_dir)
-    excluded = sorted(p for _m, _o, p in locks.tree_entries(gitdir, commit, paths)
+    excluded = sorted(p for _m, _o, p in locks.tree_entries(repo.git_dir, commit, paths)
                       if matches_exclude(p, exclude)) if exclude else []
-    with repo.config_writer() as cw:
-        cw.set_value("core", "sparseCheckout", "true")
-        cw.set_value("core", "autocrlf", "false")  # files must stay byte-identical to the blobs
-    (gitdir / "info").mkdir(exist_ok=True)
-    (gitdir / "info" / "sparse-checkout").write_text(_sparse_patterns(paths, excluded), encoding="utf-8")
+    repo.git("config", "core.sparseCheckout", "true")
+    repo.git("config", "core.autocrlf", "false")  # files must stay byte-identical to the blobs
+    (repo.git_dir / "info").mkdir(exist_ok=True)
+    (repo.git_dir / "info" / "sparse-checkout").write_text(_sparse_patterns(paths, excluded), encoding="utf-8")
     with reporter.step(f"git: {label}: checking out {', '.join(paths)}"):
         try:
-            repo.git.checkout("--quiet", "--detach", commit, env=env, kill_after_timeout=COMMAND_TIMEOUT)
-        except git.GitCommandError as exc:
+            repo.git("checkout", "--quiet", "--detach", commit)
+        except git.GitError as exc:
             _raise_git(f"checking out {label} {commit[:12]}", url, exc)
-    head = repo.git.rev_parse("HEAD")
+    head = repo.rev_parse("HEAD")
     if head != commit:
         raise AnnotateError(f"git: {label}: HEAD is {head} after checkout, expected the pin {commit}")
     return repo
@@ -299,12 +267,12 @@ def _verify_tree(config: Config, gitdir: Path, pin: Upstream | Submodule, workdi
 def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> GitResult:
     """Build the checkout of `up` (with its submodules) in `dest`, which must not exist yet."""
     url, origin = config.url_for(up.name, up.url)
-    _gitpython()
-    probe(url, config.git_timeout(), config.environ)
+    _require_git()
+    probe(url, config)
     for sub in up.submodules:  # fail before any transfer when a submodule's remote is unreachable
-        probe(config.url_for(sub.name, sub.url)[0], config.git_timeout(), config.environ)
+        probe(config.url_for(sub.name, sub.url)[0], config)
     repo = checkout(config, url, up.commit, up.paths, dest, reporter, up.name, exclude=up.exclude)
-    gitdir = Path(repo.git_dir)
+    gitdir = repo.git_dir
     files, missing, locked = _verify_tree(config, gitdir, up, dest, "")
     subs = []
     for sub in up.submodules:
@@ -324,15 +292,14 @@ def fetch_git(config: Config, up: Upstream, dest: Path, reporter: Reporter) -> G
         sub_dest.parent.mkdir(parents=True, exist_ok=True)
         srepo = checkout(config, sub_url, sub.commit, sub.paths, sub_dest, reporter, sub.name,
                          exclude=sub.exclude)
-        s_files, s_missing, s_locked = _verify_tree(config, Path(srepo.git_dir), sub, sub_dest, sub.path + "/")
-        shutil.rmtree(srepo.git_dir)
+        s_files, s_missing, s_locked = _verify_tree(config, srepo.git_dir, sub, sub_dest, sub.path + "/")
+        srepo.remove_git_dir()
         files += s_files
         missing += s_missing
         locked = locked and s_locked
         subs.append({"name": sub.name, "path": sub.path, "commit": sub.commit, "url": sub_url,
                      "url_origin": sub_origin, "files": s_files, "missing": s_missing})
-    repo.close()
-    shutil.rmtree(gitdir)
+    repo.remove_git_dir()
     verified = "commit" if not locked else ("partial" if missing else "full")
     return GitResult(url=url, url_origin=origin, files=files, missing=tuple(missing), verified=verified,
                      submodules=tuple(subs))

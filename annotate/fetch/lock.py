@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from annotate import git
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.upstreams import Submodule, Upstream, matches_exclude
@@ -93,61 +93,33 @@ def expected_files(config: Config, up: Upstream) -> dict[str, str]:
     return files
 
 
-# ---- reading a git repository -----------------------------------------------------------------
-def _git(gitdir: Path, *args: str) -> bytes:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    proc = subprocess.run(["git", f"--git-dir={gitdir}", *args], capture_output=True, env=env)
-    if proc.returncode:
-        raise AnnotateError(f"git {' '.join(args[:2])} in {gitdir} failed: "
-                            + (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1])
-    return proc.stdout
-
-
+# ---- reading a git repository (through annotate.git) ------------------------------------------
 def resolve_gitdir(path: Path) -> Path:
     """A work tree or a bare repository -> its git directory."""
-    path = Path(path).expanduser()
-    if (path / ".git").exists():
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--absolute-git-dir"],
-                             capture_output=True, text=True)
-        if out.returncode == 0:
-            return Path(out.stdout.strip())
-    if (path / "HEAD").is_file() and (path / "objects").is_dir():
-        return path
-    raise AnnotateError(f"{path}: not a git repository")
+    gitdir = git.find_git_dir(path)
+    if gitdir is None:
+        raise AnnotateError(f"{path}: not a git repository")
+    return gitdir
 
 
 def tree_entries(gitdir: Path, commit: str, paths: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """(mode, blob id, path) of every file under `paths` at `commit`; reads trees only, no blobs."""
     if not paths:
         return []
-    out = _git(gitdir, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths)
-    rows = []
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, path = rec.split(b"\t", 1)
-        mode, kind, oid = meta.decode().split()
-        if kind == "blob":  # gitlinks (submodules) are not files of this repository
-            rows.append((mode, oid, path.decode("utf-8", "surrogateescape")))
-    return rows
+    # gitlinks (submodules) are not files of this repository
+    return [(mode, oid, p) for mode, kind, oid, p in git.Repo(gitdir).ls_tree(commit, paths) if kind == "blob"]
 
 
 def gitlink_at(gitdir: Path, commit: str, path: str) -> str | None:
     """The submodule commit the superproject records at `path` (None when there is no gitlink)."""
-    out = _git(gitdir, "ls-tree", "-z", "--full-tree", commit, "--", path.strip("/"))
-    for rec in out.split(b"\0"):
-        if rec:
-            meta, p = rec.split(b"\t", 1)
-            mode, kind, oid = meta.decode().split()
-            if kind == "commit" and p.decode() == path.strip("/"):
-                return oid
+    for _mode, kind, oid, p in git.Repo(gitdir).ls_tree(commit, [path.strip("/")], recursive=False):
+        if kind == "commit" and p == path.strip("/"):
+            return oid
     return None
 
 
 def has_commit(gitdir: Path, commit: str) -> bool:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
-    return subprocess.run(["git", f"--git-dir={gitdir}", "cat-file", "-e", f"{commit}^{{commit}}"],
-                          capture_output=True, env=env).returncode == 0
+    return git.Repo(gitdir).has_commit(commit)
 
 
 def pin_entries(gitdir: Path, commit: str, paths: tuple[str, ...],

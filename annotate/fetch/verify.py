@@ -8,7 +8,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import AnnotateError
 from annotate.fetch import lock as locks
-from annotate.fetch.progress import Reporter
+from annotate.progress import Reporter
 from annotate.upstreams import Upstream
 
 
@@ -33,3 +33,42 @@ def verify_tree(config: Config, up: Upstream, root: Path, reporter: Reporter) ->
                                     hint=f"the checkout was modified: annotate fetch --force {up.name}")
     missing = sorted(set(expected) - set(present))
     return len(present), missing
+
+
+def stat_digest(root: Path, paths: list[str] | tuple[str, ...] | None = None) -> str:
+    """A digest of every file's path, size and modification time under `root` (or under its
+    sub-paths `paths`); no file is read.
+
+    Taken over the whole tree when it is verified and kept in its fetch record: a later digest
+    that differs means the tree changed on disk since (a hand edit, a restored file), so `status`
+    stops calling it verified. The site's input stamp takes it over the paths the index reads.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+
+    def walk(d: str, rel: str) -> None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            name = f"{rel}{e.name}"
+            if e.is_dir(follow_symlinks=False):
+                walk(e.path, name + "/")
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+
+    for sub in (paths if paths is not None else [""]):
+        sub = sub.strip("/")
+        base = os.path.join(root, sub) if sub else str(root)
+        if os.path.isdir(base):
+            walk(base, f"{sub}/" if sub else "")
+        elif os.path.lexists(base):
+            st = os.lstat(base)
+            h.update(f"{sub}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:32]

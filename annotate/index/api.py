@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import sys
 import time
 from collections import defaultdict
 from dataclasses import replace
@@ -15,6 +14,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic, UsageError
 from annotate.fetch.lock import git_blob_id
 from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
+from annotate.progress import Reporter
 
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".github"}
 
@@ -279,17 +279,16 @@ def _extract_one(args):
     return replace(ex, file=replace(ex.file, blob=blob))
 
 
-def _workers(n_todo: int) -> int:
-    env = os.environ.get("ANNOTATE_INDEX_JOBS")
-    if env and env.isdigit():
-        return max(1, int(env))
+def _workers(n_todo: int, jobs: int | None = None) -> int:
+    if jobs:  # Config.index_jobs(): $ANNOTATE_INDEX_JOBS
+        return jobs
     if n_todo < 40:
         return 1
     return max(1, min(os.cpu_count() or 1, 16))
 
 
-def _extract_many(todo: list[tuple[str, str, bytes, str]], progress: bool) -> list:
-    jobs = _workers(len(todo))
+def _extract_many(todo: list[tuple[str, str, bytes, str]], reporter: Reporter, jobs: int | None = None) -> list:
+    jobs = _workers(len(todo), jobs)
     if jobs == 1:
         return [_extract_one(t) for t in todo]
     import multiprocessing as mp
@@ -297,15 +296,15 @@ def _extract_many(todo: list[tuple[str, str, bytes, str]], progress: bool) -> li
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     out = []
     with ctx.Pool(jobs) as pool:
-        for i, fi in enumerate(pool.imap(_extract_one, todo, chunksize=8)):
-            out.append(fi)
-            if progress and i % 200 == 0:
-                print(f"  indexed {i}/{len(todo)} files", file=sys.stderr)
+        with reporter.bar("indexing", len(todo)) as advance:
+            for fi in pool.imap(_extract_one, todo, chunksize=8):
+                out.append(fi)
+                advance(1)
     return out
 
 
 def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
-                   config: Config | None = None, progress: bool = False) -> tuple[dict[str, FileIndex], dict]:
+                   config: Config | None = None, progress: bool | Reporter = False) -> tuple[dict[str, FileIndex], dict]:
     """FileIndex (resolved) of every source file of one tree; uses the cache when config is given."""
     from annotate.index import cache
     from annotate.index.parse import resolve_version, tool_version
@@ -339,9 +338,10 @@ def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
             stats["cached_files"] += 1
         else:
             todo.append((upstream, rel, data, blob))
-    if progress and todo:
-        print(f"annotate: indexing {len(todo)} files of {upstream}", file=sys.stderr)
-    for ex in _extract_many(todo, progress):
+    reporter = Reporter.of(progress)
+    if todo:
+        reporter.say(f"annotate: indexing {len(todo)} files of {upstream}")
+    for ex in _extract_many(todo, reporter, config.index_jobs() if config is not None else None):
         found[ex.file.path] = ex
         stats["parsed"] += 1
         if config is not None:
@@ -374,30 +374,24 @@ def index_directory(upstream: str, root: Path, paths: list[str] | None = None,
 
 def fetched_roots(config: Config, upstreams: list[str] | None = None) -> dict[str, Path]:
     """upstream -> checkout root of every fetched pin (the fetch stage decides what 'fetched' is)."""
-    from annotate.upstreams import checkout_root, load_upstreams
+    from annotate.upstreams import load_upstreams
 
     pins = load_upstreams(config)
     names = list(upstreams) if upstreams else list(pins)
     unknown = [n for n in names if n not in pins]
     if unknown:
         raise UsageError(f"unknown upstream '{unknown[0]}'", hint="known upstreams: " + ", ".join(pins))
-    try:
-        from annotate.fetch.api import fetched_root  # the fetch stage decides what "fetched" means
-    except ImportError:  # a tree without the fetch stage: a checkout directory is enough
-        fetched_root = None
+    from annotate.fetch.api import fetched_root  # the fetch stage decides what "fetched" means
+
     out = {}
     for n in names:
-        if fetched_root is not None:
-            root = fetched_root(config, n)
-        else:
-            cand = checkout_root(config, pins[n])
-            root = cand if cand.is_dir() else None
+        root = fetched_root(config, n)
         if root is not None:
             out[n] = Path(root)
     return out
 
 
-def load_index(config: Config, upstreams: list[str] | None = None, progress: bool = False) -> Index:
+def load_index(config: Config, upstreams: list[str] | None = None, progress: bool | Reporter = False) -> Index:
     """The index of every fetched pin (or of `upstreams`), cached by content in config.index_dir()."""
     from filelock import FileLock
 

@@ -1,8 +1,9 @@
 """Loading annotation files and resolving them against an index.
 
-`load_annotations(config, index)` is what the site and `annotate show` call. `check` (in
-annotate.notes.check) runs the same resolution and adds the reviewer-facing report. Every
-per-file step is wrapped: whatever a file holds, the result is Diagnostics, never a
+`load_annotations(config, index)` is what the site and `annotate show` read (through the
+Project). `check` (in annotate.notes.check) runs the same resolution and adds the
+reviewer-facing report; `annotation_coverage` is `annotate status`'s count, read the same way.
+Every per-file step is wrapped: whatever a file holds, the result is Diagnostics, never a
 traceback.
 """
 
@@ -17,9 +18,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from annotate.config import Config
-from annotate.errors import Diagnostic
+from annotate.errors import AnnotateError, Diagnostic
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
+from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
 
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
 COURSES_DIR = "courses"
@@ -77,27 +79,6 @@ def _safe(fn: Callable, *args, default=None):
         return default
 
 
-_PATHS: dict[int, tuple[object, dict[str, list[str]]]] = {}
-
-
-def index_paths(index, upstream: str) -> list[str]:
-    """Paths of the indexed files of `upstream` (memoised per index object: asking the index
-    about a missing file can be costly, it computes nearest-name hints)."""
-    got = _PATHS.get(id(index))
-    if got is None or got[0] is not index:
-        if len(_PATHS) > 8:
-            _PATHS.clear()
-        got = _PATHS[id(index)] = (index, {})
-    cache = got[1]
-    if upstream not in cache:
-        cache[upstream] = [f.path for f in (_safe(index.files, upstream, default=[]) or [])]
-    return cache[upstream]
-
-
-def index_has_file(index, upstream: str, path: str) -> bool:
-    return path in set(index_paths(index, upstream))
-
-
 def _bare(name: str) -> str:
     return name.split("::")[-1]
 
@@ -124,7 +105,7 @@ def check_upstream_path(upstream: str, path: str) -> str | None:
 
 # ---- results ---------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
     """What the check counts for one function entry."""
 
@@ -134,12 +115,15 @@ class Outcome:
     note: M.FunctionNote | None = None
 
 
-@dataclass
+# (yaml file, key of the function's entry, current fingerprint, body text) for --refresh
+Refreshable = tuple[Path, str, str, str]
+
+
+@dataclass(frozen=True)
 class LoadResult:
     set: M.AnnotationSet
-    outcomes: list[Outcome] = field(default_factory=list)
-    # (yaml file, key path to the function, current fingerprint, body text) for --refresh
-    refreshable: list[tuple[Path, str, str, str]] = field(default_factory=list)
+    outcomes: tuple[Outcome, ...] = ()
+    refreshable: tuple[Refreshable, ...] = ()
 
 
 @dataclass
@@ -151,12 +135,73 @@ class Options:
     only: list[Path] | None = None  # check just these files (course maps are always read)
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """What `annotate status` shows of one upstream's annotations."""
+
+    files: int
+    functions: int  # entries under `functions:` of the files that read
+    broken: tuple[str, ...]  # files that do not read as an annotation mapping (paths under the root)
+
+
 def _text(v: Any) -> M.Text | None:
     if v is None:
         return None
     if isinstance(v, str):
         return M.Text(en=v)
     return M.Text(en=v.en, zh=v.zh)
+
+
+class _Session:
+    """One load: the inputs, and what is worth asking the index (or the fetch stage) only once."""
+
+    def __init__(self, config: Config, index, root: Path, opts: Options):
+        self.config, self.index, self.root, self.opts = config, index, root, opts
+        self._paths: dict[str, list[str]] = {}
+        self._absent: dict[str, frozenset[str]] = {}
+        self._pins: list[str] | None = None
+
+    def paths(self, upstream: str) -> list[str]:
+        """Paths of the indexed files of `upstream` (asked once: asking the index about a missing
+        file can be costly, it computes nearest-name hints)."""
+        if upstream not in self._paths:
+            self._paths[upstream] = [f.path for f in (_safe(self.index.files, upstream, default=[]) or [])]
+        return self._paths[upstream]
+
+    def has_file(self, upstream: str, path: str) -> bool:
+        return path in set(self.paths(upstream))
+
+    def upstreams(self) -> list[str]:
+        return list(_safe(self.index.upstreams, default=[]) or [])
+
+    def pins(self) -> list[str]:
+        if self._pins is None:
+            from annotate.upstreams import load_upstreams
+
+            try:
+                self._pins = list(load_upstreams(self.config))
+            except AnnotateError:  # no pin file (a tree indexed with --source): nothing to suggest
+                self._pins = []
+        return self._pins
+
+    def absent(self, upstream: str) -> frozenset[str]:
+        """Files of the pin that the checkout lacks (the route it was fetched by does not ship them)."""
+        if upstream not in self._absent:
+            from annotate.fetch.api import missing_paths
+
+            self._absent[upstream] = missing_paths(self.config, upstream)
+        return self._absent[upstream]
+
+
+@dataclass
+class _Collected:
+    """What the files of one load add up to, in file order."""
+
+    files: list[M.AnnotationFile] = field(default_factory=list)
+    courses: list[M.Course] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    refreshable: list[Refreshable] = field(default_factory=list)
 
 
 # ---- the loader ----------------------------------------------------------------------
@@ -170,33 +215,55 @@ def load_annotations(config: Config, index, root: Path | None = None) -> M.Annot
 def load(config: Config, index, options: Options | None = None) -> LoadResult:
     opts = options or Options()
     root = Path(opts.root) if opts.root else config.annotations_dir
+    session = _Session(config, index, root, opts)
     files, course_files = annotation_paths(root)
     picked = None
     if opts.only:
         picked = {Path(os.path.abspath(p)) for p in opts.only}
         files = [p for p in files if Path(os.path.abspath(p)) in picked]
-    result = LoadResult(set=M.AnnotationSet())
+    got = _Collected()
     for p in files:
         disp = display_path(config, p)
         try:
-            af = _load_file(config, index, root, p, disp, opts, result)
+            af = _load_file(session, p, disp, got)
         except Exception as exc:  # a bug of ours must still not end the run
-            af = M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=(
-                _internal(disp, exc),))
-        result.set.files.append(af)
-        result.set.diagnostics.extend(af.diagnostics)
+            af = M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=(_internal(disp, exc),))
+        got.files.append(af)
+        got.diagnostics.extend(af.diagnostics)
     for p in course_files:
         disp = display_path(config, p)
         try:
-            course, diags = _load_course(config, index, p, disp, opts)
+            course, diags = _load_course(session, p, disp)
         except Exception as exc:
             course, diags = None, [_internal(disp, exc)]
         if course is not None:
-            result.set.courses.append(course)
+            got.courses.append(course)
         if picked is None or Path(os.path.abspath(p)) in picked:
-            result.set.diagnostics.extend(diags)
-    result.set.diagnostics.extend(_cross_checks(result.set))
-    return result
+            got.diagnostics.extend(diags)
+    got.diagnostics.extend(_duplicate_courses(got.courses))
+    courses = _first_of_each_id(got.courses)
+    got.diagnostics.extend(_cross_checks(got.files, courses))
+    aset = M.AnnotationSet(files=tuple(got.files), courses=tuple(courses), diagnostics=tuple(got.diagnostics))
+    return LoadResult(aset, tuple(got.outcomes), tuple(got.refreshable))
+
+
+def annotation_coverage(config: Config, upstream: str, root: Path | None = None) -> Coverage:
+    """Files and annotated functions under <root>/<upstream>/, read the way `annotate check`
+    reads them (its file filter, its size limit, its YAML reader)."""
+    root = Path(root) if root else config.annotations_dir
+    files = [p for p in annotation_paths(root)[0] if p.relative_to(root).parts[0] == upstream]
+    n_funcs = 0
+    broken: list[str] = []
+    opts = Options(root=root, check_schema_line=False)
+    for p in files:
+        loaded, _text_, _diags = read_document(config, p, display_path(config, p), opts)
+        data = loaded.data if loaded is not None else None
+        funcs = data.get("functions") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(funcs or {}, dict):
+            broken.append(p.relative_to(root).as_posix())
+            continue
+        n_funcs += len(funcs or {})
+    return Coverage(len(files), n_funcs, tuple(broken))
 
 
 def _internal(disp: str, exc: BaseException) -> Diagnostic:
@@ -208,16 +275,11 @@ def _internal(disp: str, exc: BaseException) -> Diagnostic:
 
 
 def read_document(config: Config, path: Path, disp: str, opts: Options):
-    """(Loaded | None, text | None, diagnostics) for one YAML file, syntax level only."""
-    from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
-
+    """(Loaded | None, text | None, diagnostics) for one YAML file, syntax level only: the one
+    reader of annotation files and course maps (bounded, regular files only)."""
     diags: list[Diagnostic] = []
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, None, [Diagnostic("error", f"cannot read: {exc.strerror or exc}", file=disp, code="io")]
-    try:
-        text = decode(raw)
+        text = decode(read_bytes(path))
         if opts.check_schema_line:
             diags.extend(_schema_line(config, path, disp, text))
         loaded = load_yaml(text)
@@ -247,131 +309,149 @@ def _pos(loaded, path, key=False):
     return (p[0], p[1]) if p else (None, None)
 
 
-def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Options,
-               result: LoadResult) -> M.AnnotationFile:
+# ---- one annotation file -----------------------------------------------------------------
+
+def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.AnnotationFile:
+    """One annotation file: its head, where it is, its source file, then each function entry."""
+    from annotate.notes.validate import describe
+
+    loaded, _text_, diags = read_document(s.config, p, disp, s.opts)
+    if loaded is not None and not isinstance(loaded.data, dict):
+        diags.append(Diagnostic("error", "an annotation file is a mapping (upstream:, path:, functions:), got "
+                                f"{describe(loaded.data)}", file=disp, line=1, column=1, code="wrong-type"))
+        loaded = None
+    if loaded is None:
+        got.outcomes.append(Outcome(disp, "(file)", OUT_BROKEN))
+        return M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=tuple(diags))
+    head_doc, funcs_raw = _file_head(loaded, disp, diags)
+    data = loaded.data
+    upstream = head_doc.upstream if head_doc else (data.get("upstream") if isinstance(data.get("upstream"), str) else None)
+    path = head_doc.path if head_doc else (data.get("path") if isinstance(data.get("path"), str) else None)
+    source_ok = unchecked = False
+    if head_doc is not None:
+        diags.extend(_location_check(s, p, loaded, disp, upstream, path))
+        source_ok, unchecked, more = _source_check(s, loaded, disp, upstream, path)
+        diags.extend(more)
+    where = _Where(s, loaded, disp, p, upstream, path, source_ok)
+    notes = _load_entries(where, funcs_raw, unchecked, diags, got)
+    diags.extend(_duplicate_entries(notes, disp))
+    diags.sort(key=lambda d: (d.line or 0, d.column or 0))
+    return M.AnnotationFile(file=disp, upstream=upstream, path=path,
+                            overview=_text(head_doc.overview) if head_doc else None,
+                            functions=tuple(notes), diagnostics=tuple(diags))
+
+
+def _file_head(loaded: Loaded, disp: str, diags: list[Diagnostic]):
+    """(the validated head or None, the raw `functions:` mapping). The head is validated apart from
+    the functions, which are validated one by one, so one bad entry does not hide the others."""
     from pydantic import ValidationError
 
     from annotate.notes import schema as S
+    from annotate.notes.validate import describe
     from annotate.notes.validate import diagnostics as vdiags
-    from annotate.notes.validate import did_you_mean
 
-    loaded, text, diags = read_document(config, p, disp, opts)
-    if loaded is None:
-        result.outcomes.append(Outcome(disp, "(file)", OUT_BROKEN))
-        return M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=tuple(diags))
     data = loaded.data
-    if not isinstance(data, dict):
-        from annotate.notes.validate import describe
-
-        diags.append(Diagnostic("error", f"an annotation file is a mapping (upstream:, path:, functions:), got {describe(data)}",
-                                file=disp, line=1, column=1, code="wrong-type"))
-        result.outcomes.append(Outcome(disp, "(file)", OUT_BROKEN))
-        return M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=tuple(diags))
-
-    # The file's head first (functions validated one by one below, so one bad entry does not
-    # hide the others).
     head = {k: v for k, v in data.items() if k != "functions"}
-    funcs_raw = data.get("functions", {})
     head_doc = None
     try:
         head_doc = S.FileDoc.model_validate(head)
     except ValidationError as err:
         diags.extend(vdiags(err, S.FileDoc, loaded, disp))
+    funcs_raw = data.get("functions", {})
     if funcs_raw is None:
         funcs_raw = {}
     if not isinstance(funcs_raw, dict):
-        from annotate.notes.validate import describe
-
         line, col = _pos(loaded, ("functions",))
-        diags.append(Diagnostic("error", f"functions: expected a mapping of qualified names to entries, got {describe(funcs_raw)}",
-                                file=disp, line=line, column=col, code="wrong-type"))
+        diags.append(Diagnostic("error", "functions: expected a mapping of qualified names to entries, got "
+                                f"{describe(funcs_raw)}", file=disp, line=line, column=col, code="wrong-type"))
         funcs_raw = {}
+    return head_doc, funcs_raw
 
-    upstream = head_doc.upstream if head_doc else (data.get("upstream") if isinstance(data.get("upstream"), str) else None)
-    path = head_doc.path if head_doc else (data.get("path") if isinstance(data.get("path"), str) else None)
-    file_ok = head_doc is not None
 
-    # Where the file is vs what it says (a path that leaves the upstream is reported below).
-    if file_ok and check_upstream_path(upstream, path) is None:
-        try:
-            rel = Path(os.path.abspath(p)).relative_to(Path(os.path.abspath(root))).as_posix()
-        except ValueError:
-            rel = None
-        want = f"{upstream}/{path}.yaml"
-        if rel is not None and rel != want:
-            line, col = _pos(loaded, ("path",))
-            diags.append(Diagnostic("error", f"this file annotates {upstream}:{path}, so it must be at "
-                                    f"{display_path(config, annotation_file_for(root, upstream, path))}",
-                                    file=disp, line=line, column=col, code="location-mismatch",
-                                    detail=f"move the file, or correct upstream:/path: (found at {rel})"))
-    # The upstream and the file.
-    source_ok = False
-    unchecked = False
-    if file_ok:
-        known = list(_safe(index.upstreams, default=[]) or [])
-        why = check_upstream_path(upstream, path)
-        if upstream not in known:
-            line, col = _pos(loaded, ("upstream",))
-            pins = []
-            try:
-                from annotate.upstreams import load_upstreams
+def _location_check(s: _Session, p: Path, loaded: Loaded, disp: str, upstream: str, path: str) -> list[Diagnostic]:
+    """Where the file is vs what it says (a path that leaves the upstream is reported by _source_check)."""
+    if check_upstream_path(upstream, path) is not None:
+        return []
+    try:
+        rel = Path(os.path.abspath(p)).relative_to(Path(os.path.abspath(s.root))).as_posix()
+    except ValueError:
+        return []
+    if rel == f"{upstream}/{path}.yaml":
+        return []
+    line, col = _pos(loaded, ("path",))
+    return [Diagnostic("error", f"this file annotates {upstream}:{path}, so it must be at "
+                       f"{display_path(s.config, annotation_file_for(s.root, upstream, path))}",
+                       file=disp, line=line, column=col, code="location-mismatch",
+                       detail=f"move the file, or correct upstream:/path: (found at {rel})")]
 
-                pins = list(load_upstreams(config))
-            except Exception:
-                pass
-            if upstream in pins:
-                diags.append(Diagnostic("error", f"upstream '{upstream}' is not in the index (not fetched?)",
-                                        file=disp, line=line, column=col, code="not-indexed",
-                                        detail="run `annotate fetch`"))
-            else:
-                guess = did_you_mean(upstream, known + pins)
-                msg = f"unknown upstream '{upstream}'" + (f"; did you mean '{guess}'?" if guess else "")
-                diags.append(Diagnostic("error", msg, file=disp, line=line, column=col, code="unknown-upstream",
-                                        detail="known: " + ", ".join(sorted(set(known + pins)))))
-        elif why:
-            line, col = _pos(loaded, ("path",))
-            diags.append(Diagnostic("error", why, file=disp, line=line, column=col, code="path-outside"))
-        elif not index_has_file(index, upstream, path) and path in _absent_from_checkout(config, upstream):
-            line, col = _pos(loaded, ("path",))
-            diags.append(Diagnostic("warning", f"{path} is part of the {upstream} pin but this checkout lacks it "
-                                    "(the route it was fetched by does not ship it); its notes are not checked",
-                                    file=disp, line=line, column=col, code="not-in-checkout",
-                                    detail="`annotate fetch --via git --force` fetches the whole pin"))
-            unchecked = True
-        elif not index_has_file(index, upstream, path):
-            line, col = _pos(loaded, ("path",))
-            paths = index_paths(index, upstream)
-            near = difflib.get_close_matches(path, paths, n=3, cutoff=0.6)
-            if not near:
-                base = posixpath.basename(path)
-                near = [q for q in paths if posixpath.basename(q) == base][:3]
-            msg = f"{path} is not a file of {upstream} at the indexed version"
-            if near:
-                msg += f"; did you mean {near[0]}?"
-            diags.append(Diagnostic("error", msg, file=disp, line=line, column=col, code="missing-file",
-                                    detail=("nearest: " + ", ".join(near)) if len(near) > 1 else None))
-        else:
-            source_ok = True
 
+def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: str):
+    """(source ok, unchecked, diagnostics): is `upstream:path` a file the index holds?"""
+    def at_key(key: str, severity: str, message: str, code: str, detail: str | None = None) -> Diagnostic:
+        line, col = _pos(loaded, (key,))
+        return Diagnostic(severity, message, file=disp, line=line, column=col, code=code, detail=detail)
+
+    known = s.upstreams()
+    why = check_upstream_path(upstream, path)
+    if upstream not in known:
+        from annotate.notes.validate import did_you_mean
+
+        pins = s.pins()
+        if upstream in pins:
+            return False, False, [at_key("upstream", "error", f"upstream '{upstream}' is not in the index (not fetched?)",
+                                         "not-indexed", "run `annotate fetch`")]
+        guess = did_you_mean(upstream, known + pins)
+        msg = f"unknown upstream '{upstream}'" + (f"; did you mean '{guess}'?" if guess else "")
+        return False, False, [at_key("upstream", "error", msg, "unknown-upstream",
+                                     "known: " + ", ".join(sorted(set(known + pins))))]
+    if why:
+        return False, False, [at_key("path", "error", why, "path-outside")]
+    if s.has_file(upstream, path):
+        return True, False, []
+    if path in s.absent(upstream):
+        return False, True, [at_key("path", "warning", f"{path} is part of the {upstream} pin but this checkout "
+                                    "lacks it (the route it was fetched by does not ship it); its notes are not checked",
+                                    "not-in-checkout", "`annotate fetch --via git --force` fetches the whole pin")]
+    paths = s.paths(upstream)
+    near = difflib.get_close_matches(path, paths, n=3, cutoff=0.6)
+    if not near:
+        base = posixpath.basename(path)
+        near = [q for q in paths if posixpath.basename(q) == base][:3]
+    msg = f"{path} is not a file of {upstream} at the indexed version"
+    if near:
+        msg += f"; did you mean {near[0]}?"
+    return False, False, [at_key("path", "error", msg, "missing-file",
+                                 ("nearest: " + ", ".join(near)) if len(near) > 1 else None)]
+
+
+def _load_entries(where: "_Where", funcs_raw: dict, unchecked: bool, diags: list[Diagnostic],
+                  got: _Collected) -> list[M.FunctionNote]:
+    """Every function entry of one file, each on its own: an internal error in one is reported
+    at its key and the others are still read."""
     notes: list[M.FunctionNote] = []
     for name, raw in funcs_raw.items():
-        fpath = ("functions", name)
         try:
-            fn, fdiags, outcome, refresh = _load_function(config, index, loaded, disp, p, upstream, path,
-                                                          name, raw, source_ok, opts)
+            res = _load_function(where, name, raw)
         except Exception as exc:
-            fn, fdiags, outcome, refresh = None, [_internal(disp, exc)], OUT_BROKEN, None
-            line, col = _pos(loaded, fpath, key=True)
-            fdiags = [Diagnostic(d.severity, d.message, d.file, line, col, d.code, name, d.detail) for d in fdiags]
-        if unchecked and outcome == OUT_BROKEN and not any(d.severity == "error" for d in fdiags):
+            line, col = _pos(where.loaded, ("functions", name), key=True)
+            d = _internal(where.disp, exc)
+            res = _Entry(None, [Diagnostic(d.severity, d.message, d.file, line, col, d.code, name, d.detail)],
+                         OUT_BROKEN)
+        outcome = res.outcome
+        if unchecked and outcome == OUT_BROKEN and not any(d.severity == "error" for d in res.diagnostics):
             outcome = OUT_UNCHECKED
-        diags.extend(fdiags)
-        if fn is not None:
-            notes.append(fn)
-        if refresh is not None:
-            result.refreshable.append(refresh)
-        result.outcomes.append(Outcome(disp, name, outcome, fn))
+        diags.extend(res.diagnostics)
+        if res.note is not None:
+            notes.append(res.note)
+        if res.refresh is not None:
+            got.refreshable.append(res.refresh)
+        got.outcomes.append(Outcome(where.disp, name, outcome, res.note))
+    return notes
 
+
+def _duplicate_entries(notes: list[M.FunctionNote], disp: str) -> list[Diagnostic]:
+    """Two entries of one file that resolved to the same definition."""
+    out = []
     seen: dict[str, M.FunctionNote] = {}
     for fn in notes:
         if fn.symbol is None:
@@ -379,67 +459,104 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
         first = seen.setdefault(fn.symbol.key, fn)
         if first is not fn:
             src = fn.source
-            diags.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
-                                    f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
-                                    file=disp, line=src.line if src else None, column=src.column if src else None,
-                                    code="duplicate-entry", symbol=fn.qualified_name,
-                                    detail="merge the two entries, or give each a `signature:` that picks a different definition"))
-    overview = _text(head_doc.overview) if head_doc else None
-    diags.sort(key=lambda d: (d.line or 0, d.column or 0))
-    return M.AnnotationFile(file=disp, upstream=upstream, path=path, overview=overview,
-                            functions=tuple(notes), diagnostics=tuple(diags))
+            out.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
+                                  f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
+                                  file=disp, line=src.line if src else None, column=src.column if src else None,
+                                  code="duplicate-entry", symbol=fn.qualified_name,
+                                  detail="merge the two entries, or give each a `signature:` that picks a different definition"))
+    return out
 
 
-def _absent_from_checkout(config, upstream: str) -> frozenset[str]:
-    try:
-        from annotate.fetch.api import missing_paths
-    except ImportError:
-        return frozenset()
-    return missing_paths(config, upstream)
+# ---- one function entry ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Where:
+    """The file a function entry is in, as its entries need it."""
+
+    s: _Session
+    loaded: Loaded
+    disp: str
+    yaml_file: Path
+    upstream: str | None
+    path: str | None
+    source_ok: bool  # the upstream file resolved: names in it can be looked up
 
 
-def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, source_ok, opts):
+@dataclass(frozen=True)
+class _Entry:
+    """What one function entry gives: its note, its problems, how the check counts it, and what
+    --refresh may write."""
+
+    note: M.FunctionNote | None
+    diagnostics: list[Diagnostic]
+    outcome: str
+    refresh: Refreshable | None = None
+
+
+class _Reporter:
+    """Diagnostics of one entry, located at its key unless a sub-path is given."""
+
+    def __init__(self, where: _Where, name: str):
+        self.where, self.name = where, name
+        self.fpath = ("functions", name)
+        self.kline, self.kcol = _pos(where.loaded, self.fpath, key=True)
+        self.diags: list[Diagnostic] = []
+
+    def __call__(self, sev, msg, code, at=None, key=False, detail=None) -> None:
+        line, col = _pos(self.where.loaded, self.fpath + at, key=key) if at is not None else (self.kline, self.kcol)
+        self.diags.append(Diagnostic(sev, msg, file=self.where.disp, line=line, column=col, code=code,
+                                     symbol=self.name, detail=detail))
+
+
+def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
+    """One entry under `functions:`: validated, resolved to one definition, its anchors, calls
+    and placeholders checked, its fingerprint compared with the body now."""
     from pydantic import ValidationError
 
     from annotate.notes import schema as S
     from annotate.notes.validate import diagnostics as vdiags
 
-    fpath = ("functions", name)
-    kline, kcol = _pos(loaded, fpath, key=True)
-    diags: list[Diagnostic] = []
-
-    def diag(sev, msg, code, at=None, key=False, detail=None):
-        line, col = _pos(loaded, at, key=key) if at is not None else (kline, kcol)
-        diags.append(Diagnostic(sev, msg, file=disp, line=line, column=col, code=code, symbol=name,
-                                detail=detail))
-
-    if raw is None:
-        raw = {}
+    diag = _Reporter(where, entry_key)
     try:
-        doc = S.FunctionDoc.model_validate(raw)
+        doc = S.FunctionDoc.model_validate({} if raw is None else raw)
     except ValidationError as err:
-        diags.extend(vdiags(err, S.FunctionDoc, loaded, disp, prefix=fpath, symbol=name))
-        return None, diags, OUT_BROKEN, None
-    entry_key = name
-    name = name.split("@", 1)[0].strip()  # "qualified::name@label": a second overload's entry
+        return _Entry(None, vdiags(err, S.FunctionDoc, where.loaded, where.disp, prefix=diag.fpath, symbol=entry_key),
+                      OUT_BROKEN)
+    diag.name = name = entry_key.split("@", 1)[0].strip()  # "qualified::name@label": a second overload's entry
     if not name:
         diag("error", "empty function name", "unresolved", key=True)
-        return None, diags, OUT_BROKEN, None
+        return _Entry(None, diag.diags, OUT_BROKEN)
+    base = _note_fields(where, name, doc, diag)
+    unresolved_notes = tuple(M.InlineNote(at=n.at, text=_text(n.text)) for n in doc.notes)
+    sym, status = _resolve(where, name, doc, diag) if where.source_ok else (None, M.UNRESOLVED)
+    if sym is None:
+        return _Entry(M.FunctionNote(symbol=None, status=status, notes=unresolved_notes, **base), diag.diags,
+                      OUT_BROKEN)
+    body = _safe(where.s.index.text_of, sym, default="") or ""
+    inline, broken = _anchor_notes(doc, sym, body, name, diag)
+    _check_calls(where, doc, sym, name, diag)
+    _check_harness_and_todos(where, doc, diag)
+    status, refresh = _fingerprint_status(where, entry_key, name, doc, sym, body, diag)
+    note = M.FunctionNote(symbol=sym, status=status, current_fingerprint=sym.fingerprint, notes=tuple(inline), **base)
+    outcome = OUT_BROKEN if broken else (OUT_STALE if status == M.STALE else OUT_OK)
+    return _Entry(note, diag.diags, outcome, refresh)
 
-    base = dict(qualified_name=name, upstream=upstream or "", path=path or "", signature=doc.signature,
+
+def _note_fields(where: _Where, name: str, doc, diag: _Reporter) -> dict:
+    """The FunctionNote fields that come from the entry itself, resolved or not."""
+    return dict(qualified_name=name, upstream=where.upstream or "", path=where.path or "", signature=doc.signature,
                 fingerprint=doc.fingerprint, summary=_text(doc.summary),
                 decomposition=_text(doc.decomposition), sync=_text(doc.sync),
                 first_look=_text(doc.first_look),
                 memory=tuple(M.MemoryNote(what=_text(m.what), path=m.path, how=_text(m.how)) for m in doc.memory),
                 calls={k: _text(v) for k, v in doc.calls.items()},
                 course=tuple(doc.course), harness=doc.harness,
-                source=M.SourceSpan(disp, kline or 1, kcol or 1))
-    unresolved_notes = tuple(M.InlineNote(at=n.at, text=_text(n.text)) for n in doc.notes)
-    if not source_ok:
-        return (M.FunctionNote(symbol=None, status=M.UNRESOLVED, notes=unresolved_notes, **base),
-                diags, OUT_BROKEN, None)
+                source=M.SourceSpan(where.disp, diag.kline or 1, diag.kcol or 1))
 
-    # ---- resolve the name in this file
+
+def _resolve(where: _Where, name: str, doc, diag: _Reporter):
+    """(the one definition the entry names, None) or (None, UNRESOLVED | AMBIGUOUS) with a diagnostic."""
+    index, upstream, path = where.s.index, where.upstream, where.path
     syms = list(_safe(index.symbols_in, upstream, path, default=[]) or [])
     exact = [s for s in syms if s.qualified_name == name]
     if not exact:
@@ -449,49 +566,52 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
                  "not-qualified", key=True)
             exact = suffix
     if not exact:
-        cands = sorted({s.qualified_name for s in syms})
-        near = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
-        if not near:
-            bare = _bare(name)
-            near = [c for c in cands if _bare(c) == bare][:3] or difflib.get_close_matches(
-                bare, cands, n=3, cutoff=0.5)
-        elsewhere = [s for s in (_safe(index.find, name, upstream, default=[]) or []) if s.path != path]
-        msg = f"no function '{name}' in {upstream}:{path}"
-        detail = None
-        if near:
-            msg += f"; did you mean '{near[0]}'?"
-            if len(near) > 1:
-                detail = "nearest names: " + ", ".join(near)
-        if elsewhere:
-            where = ", ".join(sorted({f"{s.path}:{s.start_line}" for s in elsewhere})[:4])
-            detail = (detail + "\n" if detail else "") + f"defined in another file: {where} (annotate it in that file's YAML)"
-        diag("error", msg, "unresolved", key=True, detail=detail)
-        return (M.FunctionNote(symbol=None, status=M.UNRESOLVED, notes=unresolved_notes, **base),
-                diags, OUT_BROKEN, None)
+        _unresolved(where, name, syms, diag)
+        return None, M.UNRESOLVED
     chosen = exact
     if doc.signature:
         chosen = [s for s in exact if _sig_matches(doc.signature, s)]
         if not chosen:
             listing = "\n".join(f"line {s.start_line}: {s.signature}" for s in exact)
             diag("error", f"signature '{doc.signature}' matches none of the {len(exact)} definition(s) of '{name}'",
-                 "signature-mismatch", at=fpath + ("signature",), detail=listing)
-            return (M.FunctionNote(symbol=None, status=M.UNRESOLVED, notes=unresolved_notes, **base),
-                    diags, OUT_BROKEN, None)
+                 "signature-mismatch", at=("signature",), detail=listing)
+            return None, M.UNRESOLVED
     if len(chosen) > 1:
         listing = "\n".join(f"line {s.start_line}: {s.signature}" for s in chosen)
         diag("error", f"'{name}' has {len(chosen)} definitions in {path}; add `signature:` with a piece of the one you mean",
              "ambiguous", key=True, detail=listing)
-        return (M.FunctionNote(symbol=None, status=M.AMBIGUOUS, notes=unresolved_notes, **base),
-                diags, OUT_BROKEN, None)
-    sym = chosen[0]
-    body = _safe(index.text_of, sym, default="") or ""
+        return None, M.AMBIGUOUS
+    return chosen[0], None
 
-    # ---- anchors
+
+def _unresolved(where: _Where, name: str, syms: list, diag: _Reporter) -> None:
+    """No function of that name in the file: the nearest names, and the files that do define it."""
+    upstream, path = where.upstream, where.path
+    cands = sorted({s.qualified_name for s in syms})
+    near = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
+    if not near:
+        bare = _bare(name)
+        near = [c for c in cands if _bare(c) == bare][:3] or difflib.get_close_matches(bare, cands, n=3, cutoff=0.5)
+    elsewhere = [s for s in (_safe(where.s.index.find, name, upstream, default=[]) or []) if s.path != path]
+    msg = f"no function '{name}' in {upstream}:{path}"
+    detail = None
+    if near:
+        msg += f"; did you mean '{near[0]}'?"
+        if len(near) > 1:
+            detail = "nearest names: " + ", ".join(near)
+    if elsewhere:
+        files = ", ".join(sorted({f"{s.path}:{s.start_line}" for s in elsewhere})[:4])
+        detail = (detail + "\n" if detail else "") + f"defined in another file: {files} (annotate it in that file's YAML)"
+    diag("error", msg, "unresolved", key=True, detail=detail)
+
+
+def _anchor_notes(doc, sym, body: str, name: str, diag: _Reporter) -> tuple[list[M.InlineNote], bool]:
+    """The in-body notes placed at the line their `at:` text matches; (notes, any anchor broken)."""
     inline: list[M.InlineNote] = []
     broken = False
     for i, n in enumerate(doc.notes):
         hits = find_anchor(body, n.at)
-        at_path = fpath + ("notes", i, "at")
+        at_path = ("notes", i, "at")
         if len(hits) == 1:
             a, b = hits[0]
             inline.append(M.InlineNote(at=n.at, text=_text(n.text), line=sym.start_line + a,
@@ -511,72 +631,71 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
             lines = ", ".join(f"{ln} ({c}x)" if c > 1 else str(ln) for ln, c in list(per.items())[:8])
             diag("error", f"anchor {n.at!r} matches {len(hits)} places in {name} (lines {lines}); lengthen it until it is unique",
                  "anchor-ambiguous", at=at_path)
+    return inline, broken
 
-    # ---- callees named under calls:
-    if doc.calls:
-        edges = _safe(index.callees, sym, default=[]) or []
-        names: set[str] = set()
-        for e in edges:
-            names.add(e.callee_name)
-            for k in e.callees:
-                names.add(k.split(":", 1)[-1].split("@", 1)[0])
-        norm = {n.split("<", 1)[0].replace(" ", "") for n in names}
-        for callee in doc.calls:
-            c = callee.split("<", 1)[0].replace(" ", "")
-            ok = any(c == n or n.endswith("::" + c) or c.endswith("::" + n) for n in norm)
-            if not ok:
-                hint = ", ".join(sorted(norm)[:12])
-                diag("warning", f"{name} has no call to '{callee}' that the index sees", "call-not-found",
-                     at=fpath + ("calls", callee), key=True,
-                     detail=f"calls seen: {hint}" if hint else "the index sees no calls in this function")
 
-    if doc.harness and opts.known_harnesses is not None and doc.harness not in opts.known_harnesses:
-        diag("warning", f"no harness '{doc.harness}' in vendor_kernels/", "unknown-harness",
-             at=fpath + ("harness",))
+def _check_calls(where: _Where, doc, sym, name: str, diag: _Reporter) -> None:
+    """Every callee named under `calls:` is one the index sees this function call."""
+    if not doc.calls:
+        return
+    names: set[str] = set()
+    for e in _safe(where.s.index.callees, sym, default=[]) or []:
+        names.add(e.callee_name)
+        for k in e.callees:
+            names.add(k.split(":", 1)[-1].split("@", 1)[0])
+    norm = {n.split("<", 1)[0].replace(" ", "") for n in names}
+    for callee in doc.calls:
+        c = callee.split("<", 1)[0].replace(" ", "")
+        if not any(c == n or n.endswith("::" + c) or c.endswith("::" + n) for n in norm):
+            hint = ", ".join(sorted(norm)[:12])
+            diag("warning", f"{name} has no call to '{callee}' that the index sees", "call-not-found",
+                 at=("calls", callee), key=True,
+                 detail=f"calls seen: {hint}" if hint else "the index sees no calls in this function")
 
-    # ---- placeholders left by `annotate new`
+
+def _check_harness_and_todos(where: _Where, doc, diag: _Reporter) -> None:
+    """`harness:` names a kernel `annotate run` knows; no placeholder of `annotate new` is left."""
+    known = where.s.opts.known_harnesses
+    if doc.harness and known is not None and doc.harness not in known:
+        diag("warning", f"no harness '{doc.harness}' in vendor_kernels/", "unknown-harness", at=("harness",))
     for fld in ("summary", "decomposition", "sync", "first_look"):
         t = getattr(doc, fld)
         t = t if isinstance(t, str) or t is None else t.en
         if t is not None and t.strip().startswith(TODO):
-            diag("warning", f"{fld} still holds the placeholder from `annotate new`", "todo",
-                 at=fpath + (fld,))
+            diag("warning", f"{fld} still holds the placeholder from `annotate new`", "todo", at=(fld,))
 
-    # ---- fingerprint
+
+def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body: str, diag: _Reporter):
+    """(status, what --refresh would write or None): the fingerprint against the body now."""
     current = sym.fingerprint
-    refresh = None
+    refresh = (where.yaml_file, entry_key, current, body)
     if not doc.fingerprint:
-        status = M.UNFINGERPRINTED
         diag("warning", f"{name} has no fingerprint; run `annotate check --refresh` to record the body you annotated",
              "no-fingerprint", key=True)
-        refresh = (p, entry_key, current, body)
-    elif doc.fingerprint != current:
-        status = M.STALE
-        detail = None
-        if opts.stale_detail is not None:
-            try:
-                detail = opts.stale_detail(upstream, path, name, doc.fingerprint, sym, body)
-            except Exception as exc:
-                detail = f"(could not compute the diff: {type(exc).__name__}: {exc})"
-        diag("warning", f"{name} changed since it was annotated (fingerprint {doc.fingerprint}, now {current}); "
-             "re-read the notes, then `annotate check --refresh`", "stale", at=fpath + ("fingerprint",),
-             detail=detail)
-        refresh = (p, entry_key, current, body)
-    else:
-        status = M.OK
-
-    note = M.FunctionNote(symbol=sym, status=status, current_fingerprint=current, notes=tuple(inline), **base)
-    outcome = OUT_BROKEN if broken else (OUT_STALE if status == M.STALE else OUT_OK)
-    return note, diags, outcome, refresh
+        return M.UNFINGERPRINTED, refresh
+    if doc.fingerprint == current:
+        return M.OK, None
+    detail = None
+    explain = where.s.opts.stale_detail
+    if explain is not None:
+        try:
+            detail = explain(where.upstream, where.path, name, doc.fingerprint, sym, body)
+        except Exception as exc:  # the diff is a help; its failure must not hide the warning
+            detail = f"(could not compute the diff: {type(exc).__name__}: {exc})"
+    diag("warning", f"{name} changed since it was annotated (fingerprint {doc.fingerprint}, now {current}); "
+         "re-read the notes, then `annotate check --refresh`", "stale", at=("fingerprint",), detail=detail)
+    return M.STALE, refresh
 
 
-def _load_course(config: Config, index, p: Path, disp: str, opts: Options):
+# ---- course maps ---------------------------------------------------------------------------
+
+def _load_course(s: _Session, p: Path, disp: str):
     from pydantic import ValidationError
 
     from annotate.notes import schema as S
     from annotate.notes.validate import diagnostics as vdiags
 
-    loaded, text, diags = read_document(config, p, disp, opts)
+    loaded, _text_, diags = read_document(s.config, p, disp, s.opts)
     if loaded is None:
         return None, diags
     try:
@@ -591,53 +710,80 @@ def _load_course(config: Config, index, p: Path, disp: str, opts: Options):
     steps = []
     for i, st in enumerate(doc.steps):
         for j, ref in enumerate(st.refs):
-            why = _ref_problem(index, ref)
-            if why:
-                line, col = _pos(loaded, ("steps", i, "refs", j))
-                up, _, rest = ref.partition(":")
-                absent = _absent_from_checkout(config, up) if up else frozenset()
-                if rest in absent:
-                    diags.append(Diagnostic("warning", f"ref '{ref}': part of the pin but not in this checkout "
-                                            "(the route it was fetched by does not ship it); not checked",
-                                            file=disp, line=line, column=col, code="not-in-checkout"))
-                elif absent and "/" not in rest and not rest.endswith(SOURCE_SUFFIXES):
-                    diags.append(Diagnostic("warning", f"{why}; this checkout lacks {len(absent)} files of the "
-                                            "pin, which may define it: not checked",
-                                            file=disp, line=line, column=col, code="not-in-checkout",
-                                            detail="`annotate fetch --via git --force` fetches the whole pin"))
-                else:
-                    diags.append(Diagnostic("error", why, file=disp, line=line, column=col, code="bad-ref"))
+            d = _ref_diagnostic(s, ref, disp, *_pos(loaded, ("steps", i, "refs", j)))
+            if d is not None:
+                diags.append(d)
         steps.append(M.CourseStep(id=st.id, title=_text(st.title), text=_text(st.text), refs=tuple(st.refs)))
-    course = M.Course(id=doc.id, title=_text(doc.title), text=_text(doc.text), steps=tuple(steps), file=disp)
+    line, col = _pos(loaded, ("id",))
+    course = M.Course(id=doc.id, title=_text(doc.title), text=_text(doc.text), steps=tuple(steps), file=disp,
+                      source=M.SourceSpan(disp, line or 1, col or 1))
     return course, diags
 
 
-def _ref_problem(index, ref: str) -> str | None:
+def _ref_diagnostic(s: _Session, ref: str, disp: str, line, col) -> Diagnostic | None:
+    why = _ref_problem(s, ref)
+    if not why:
+        return None
+    up, _, rest = ref.partition(":")
+    absent = s.absent(up) if up else frozenset()
+    if rest in absent:
+        return Diagnostic("warning", f"ref '{ref}': part of the pin but not in this checkout "
+                          "(the route it was fetched by does not ship it); not checked",
+                          file=disp, line=line, column=col, code="not-in-checkout")
+    if absent and "/" not in rest and not rest.endswith(SOURCE_SUFFIXES):
+        return Diagnostic("warning", f"{why}; this checkout lacks {len(absent)} files of the "
+                          "pin, which may define it: not checked", file=disp, line=line, column=col,
+                          code="not-in-checkout", detail="`annotate fetch --via git --force` fetches the whole pin")
+    return Diagnostic("error", why, file=disp, line=line, column=col, code="bad-ref")
+
+
+def _duplicate_courses(courses: list[M.Course]) -> list[Diagnostic]:
+    """Two course maps with one id: an error naming both files (the site keeps the first)."""
+    out = []
+    first: dict[str, M.Course] = {}
+    for c in courses:
+        if c.id not in first:
+            first[c.id] = c
+            continue
+        f, src = first[c.id], c.source
+        out.append(Diagnostic("error", f"course id '{c.id}' is already used by {f.file}; each course needs its own id",
+                              file=c.file, line=src.line if src else None, column=src.column if src else None,
+                              code="duplicate-course", detail=f"{f.file} and {c.file} both say id: {c.id}; "
+                              f"the site shows only {f.file}"))
+    return out
+
+
+def _first_of_each_id(courses: list[M.Course]) -> list[M.Course]:
+    seen: set[str] = set()
+    return [c for c in courses if not (c.id in seen or seen.add(c.id))]
+
+
+def _ref_problem(s: _Session, ref: str) -> str | None:
     """Why a course ref ("upstream:path" or "upstream:qualified_name") does not resolve."""
     if ":" not in ref or ref.startswith(":"):
         return f"ref '{ref}' must be 'upstream:path' or 'upstream:qualified_name'"
     up, rest = ref.split(":", 1)
-    if up not in (_safe(index.upstreams, default=[]) or []):
+    if up not in s.upstreams():
         return f"ref '{ref}': unknown upstream '{up}'"
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-    if index_has_file(index, up, rest) or _safe(index.find, rest, up, default=[]):
+    if s.has_file(up, rest) or _safe(s.index.find, rest, up, default=[]):
         return None
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
-        near = difflib.get_close_matches(rest, index_paths(index, up), n=1, cutoff=0.6)
+        near = difflib.get_close_matches(rest, s.paths(up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
     return f"ref '{ref}': no function '{rest}' in {up}"
 
 
-def _cross_checks(aset: M.AnnotationSet) -> list[Diagnostic]:
+def _cross_checks(files: list[M.AnnotationFile], courses: list[M.Course]) -> list[Diagnostic]:
     """Course tags on functions that name no known course or step (only once courses exist)."""
-    if not aset.courses:
+    if not courses:
         return []
-    known = {c.id for c in aset.courses} | {s.id for c in aset.courses for s in c.steps}
+    known = {c.id for c in courses} | {s.id for c in courses for s in c.steps}
     out = []
-    for fn in aset.functions():
+    for fn in (fn for f in files for fn in f.functions):
         for tag in fn.course:
             if tag not in known:
                 src = fn.source

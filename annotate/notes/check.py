@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +9,6 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import Diagnostic
 from annotate.notes import api
-from annotate.atomic import write_atomic
 from annotate.notes.history import (BodyStore, GitRepo, Indexer, find_in_history, git_dir_for,
                                     short_diff)
 
@@ -27,7 +25,7 @@ class CheckReport:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        return self.result.set.diagnostics + self.drift_diagnostics
+        return [*self.result.set.diagnostics, *self.drift_diagnostics]
 
     def counts(self) -> dict[str, int]:
         c = {"files": self.files, "functions": 0, "ok": 0, "stale": 0, "broken": 0,
@@ -179,9 +177,9 @@ class StaleExplainer:
 def run_check(config: Config, index, root: Path | None = None, *, refresh: bool = False,
               explainer=None, known_harnesses: set[str] | None = None,
               only: list[Path] | None = None) -> CheckReport:
+    """`known_harnesses`: the kernel names a note's `harness:` may name (None: not checked); the
+    caller asks the harness stage, which comes after this one."""
     t0 = time.perf_counter()
-    if known_harnesses is None:
-        known_harnesses = discover_harnesses(config)
     opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only)
     result = api.load(config, index, opts)
     refreshed = 0
@@ -192,20 +190,11 @@ def run_check(config: Config, index, root: Path | None = None, *, refresh: bool 
     return CheckReport(result=result, elapsed=time.perf_counter() - t0, files=files, refreshed=refreshed)
 
 
-def discover_harnesses(config: Config) -> set[str] | None:
-    """Names `annotate run` knows (folders with a spec.yaml); None (no check) if there are none yet."""
-    from annotate.harness.spec import kernel_names
-
-    try:
-        names = set(kernel_names(config))
-    except OSError:
-        return None
-    return names or None
-
-
 def write_fingerprints(config: Config, items) -> int:
-    """Write current fingerprints into the YAML files (comments and layout kept)."""
-    from annotate.notes.edit import set_fingerprint
+    """Write current fingerprints into the YAML files (comments, layout, line ends, BOM, mode and
+    links kept)."""
+    from annotate.notes.edit import EditableText, set_fingerprint
+    from annotate.yamlpos import YamlProblem
 
     store = BodyStore(config)
     by_file: dict[Path, list] = {}
@@ -214,13 +203,18 @@ def write_fingerprints(config: Config, items) -> int:
         store.put(fp, body)
     n = 0
     for p, entries in by_file.items():
-        text = p.read_text(encoding="utf-8-sig")
+        try:
+            original = EditableText.read(p)
+        except YamlProblem:
+            continue  # changed since it was checked; the next check reports it
+        text = original.text
         for name, fp in entries:
             new = set_fingerprint(text, name, fp)
             if new is not None and new != text:
                 text = new
                 n += 1
-        write_atomic(p, text)
+        if text != original.text:
+            original.write(p, text)
     return n
 
 
@@ -237,4 +231,6 @@ def format_report(report: CheckReport, verbose: bool = False) -> str:
 
 
 def report_json(report: CheckReport) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+    from annotate.jsonout import dumps
+
+    return dumps(report.to_json())

@@ -3,15 +3,52 @@
 Edits are made on the text at the positions the YAML reader reports (so comments, quoting,
 blank lines and indentation stay byte-for-byte), and verified by reading the result back;
 where the layout is unusual (flow style) ruamel.yaml's round-trip dumper does the edit.
+The file itself is read and written by `EditableText`: a byte-order mark and CRLF line ends
+are set aside before the edit and put back after it, and the write goes to the file a link
+points to, keeping its permission bits (annotate.atomic.rewrite_atomic).
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from annotate.notes.yamlpos import YamlProblem, load_yaml
+from annotate.atomic import rewrite_atomic
+from annotate.yamlpos import YamlProblem, decode, load_yaml, read_bytes
+
+# A YAML document end marker on its own line (`...`, maybe with a comment).
+DOCUMENT_END = re.compile(r"^\.\.\.(?:\s|#|$)")
+
+
+@dataclass(frozen=True)
+class EditableText:
+    """An annotation file's text as the edits see it: "\n" line ends, no BOM; how the file had
+    them is kept, and `encode` gives the edited text back in the file's own form."""
+
+    text: str
+    bom: bool = False
+    crlf: bool = False  # every line ended in "\r\n"
+
+    @classmethod
+    def read(cls, path: Path) -> "EditableText":
+        """Raises YamlProblem (not a regular file, too large, not UTF-8)."""
+        raw = read_bytes(path)
+        text = decode(raw)
+        crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+        return cls(text.replace("\r\n", "\n") if crlf else text, raw.startswith(codecs.BOM_UTF8), crlf)
+
+    def encode(self, text: str) -> bytes:
+        if self.crlf:
+            text = text.replace("\n", "\r\n")
+        return (codecs.BOM_UTF8 if self.bom else b"") + text.encode("utf-8")
+
+    def write(self, path: Path, text: str) -> Path:
+        """Write `text` over `path` in the file's form (through a link, mode kept)."""
+        return rewrite_atomic(path, self.encode(text))
 
 _SCALAR = re.compile(r"""'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^\s#,}\]]+""")
 

@@ -2,22 +2,24 @@
 
 Two sources, tried in order: a store of bodies in the cache (every fingerprint that
 `annotate new` / `annotate check --refresh` writes is stored with its text), and the
-history of a local git mirror of the upstream (the directory or file:// URL given by
-ANNOTATE_URL_<UPSTREAM> or --git-dir): the file's past versions are indexed until one holds
+history of a local git mirror of the upstream (a path or file:// URL in ANNOTATE_URL_<UPSTREAM>,
+or --git-dir; annotate.git decides what a URL names): the file's past versions are indexed until one holds
 the function with that fingerprint.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable
 
-from annotate.config import Config
+from annotate import git
 from annotate.atomic import write_atomic
+from annotate.config import Config
+
+# The notes' view of a repository's history (drift.py reads it through this name too).
+GitRepo = git.Repo
 
 # index_directory(upstream, root, paths) -> Index; injectable for tests
 Indexer = Callable[[str, Path, list], object]
@@ -56,73 +58,14 @@ class BodyStore:
             pass  # the store is a convenience; a read-only cache must not fail a check
 
 
-def local_git_dir(location: str | os.PathLike | None) -> Path | None:
-    """A local git directory (bare or with a work tree) named by a path or file:// URL."""
+def git_dir_for(config: Config, upstream: str, explicit: str | None = None) -> Path | None:
+    """The local git directory holding the upstream's history: --git-dir, else the upstream's URL
+    override when it names a repository on this machine (a path or a file:// URL)."""
+    location = explicit or config.url_for(upstream, "")[0]
     if not location:
         return None
-    loc = str(location)
-    if loc.startswith("file://"):
-        loc = loc[len("file://"):]
-    if "://" in loc or loc.startswith("git@"):
-        return None
-    p = Path(loc).expanduser()
-    if not p.is_dir():
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
-
-
-def git_dir_for(config: Config, upstream: str, explicit: str | None = None) -> Path | None:
-    if explicit:
-        return local_git_dir(explicit)
-    url, _ = config.url_for(upstream, "")
-    return local_git_dir(url)
-
-
-class GitRepo:
-    def __init__(self, git_dir: Path):
-        self.git_dir = git_dir
-
-    def _git(self, *args: str, timeout: int = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "--git-dir", str(self.git_dir), *args], capture_output=True,
-                              timeout=timeout)
-
-    def rev_parse(self, ref: str) -> str | None:
-        out = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-        return out.stdout.decode().strip() or None if out.returncode == 0 else None
-
-    def show(self, ref: str, path: str) -> str | None:
-        out = self._git("show", f"{ref}:{path}")
-        if out.returncode != 0:
-            return None
-        return out.stdout.decode("utf-8", errors="replace")
-
-    def revs_touching(self, ref: str, path: str, limit: int = MAX_REVS) -> list[str]:
-        out = self._git("rev-list", f"--max-count={limit}", ref, "--", path)
-        return out.stdout.decode().split() if out.returncode == 0 else []
-
-    def grep_files(self, ref: str, word: str, pathspecs: list[str]) -> list[str]:
-        out = self._git("grep", "-l", "-F", "-e", word, ref, "--", *pathspecs)
-        if out.returncode != 0:
-            return []
-        return [ln.split(":", 1)[1] for ln in out.stdout.decode().splitlines() if ":" in ln]
-
-    def export(self, ref: str, paths: list[str], dest: Path) -> list[str]:
-        """Write those files at `ref` under dest; returns the paths that existed there."""
-        got = []
-        for p in paths:
-            text = self.show(ref, p)
-            if text is None:
-                continue
-            target = dest / p
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            got.append(p)
-        return got
+    where = git.remote(str(location))
+    return git.find_git_dir(where.path) if where.local else None
 
 
 def find_in_history(repo: GitRepo, ref: str, upstream: str, path: str, qualified_name: str,
@@ -130,7 +73,7 @@ def find_in_history(repo: GitRepo, ref: str, upstream: str, path: str, qualified
     """(commit, body text, its first line) of the newest version of `path` before `ref` where the function
     had `fingerprint`."""
     seen_blobs: set[str] = set()
-    for rev in repo.revs_touching(ref, path):
+    for rev in repo.revs_touching(ref, path, MAX_REVS):
         text = repo.show(rev, path)
         if text is None or text in seen_blobs:
             continue

@@ -119,15 +119,28 @@ class Course:
     text: Text | None = None
     steps: tuple[CourseStep, ...] = ()
     file: str | None = None  # the YAML file it came from
+    source: SourceSpan | None = None  # where its `id:` is written
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnnotationSet:
-    """Everything under annotations/, resolved against one index."""
+    """Everything under annotations/, resolved against one index. Read-only: made once by
+    annotate.notes.api.load (lists given to the constructor are kept as tuples)."""
 
-    files: list[AnnotationFile] = field(default_factory=list)
-    courses: list[Course] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # all files' diagnostics, in order
+    files: tuple[AnnotationFile, ...] = ()
+    courses: tuple[Course, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()  # all files' diagnostics, in order
+    # Symbol.key -> the note attached to that definition (the first one, in file order)
+    _by_key: dict[str, FunctionNote] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("files", "courses", "diagnostics"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        by_key: dict[str, FunctionNote] = {}
+        for fn in self.functions():
+            if fn.symbol is not None:
+                by_key.setdefault(fn.symbol.key, fn)
+        object.__setattr__(self, "_by_key", by_key)
 
     def functions(self) -> Iterator[FunctionNote]:
         for f in self.files:
@@ -135,13 +148,6 @@ class AnnotationSet:
 
     def for_symbol(self, sym: Symbol) -> FunctionNote | None:
         """The note attached to this exact definition (matched by Symbol.key), if any."""
-        stamp = (len(self.files), sum(len(f.functions) for f in self.files))
-        if getattr(self, "_by_key_stamp", None) != stamp:
-            by_key: dict[str, FunctionNote] = {}
-            for fn in self.functions():
-                if fn.symbol is not None:
-                    by_key.setdefault(fn.symbol.key, fn)
-            self._by_key, self._by_key_stamp = by_key, stamp
         return self._by_key.get(sym.key)
 
     def for_file(self, upstream: str, path: str) -> AnnotationFile | None:

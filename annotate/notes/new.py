@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
 from annotate.notes import api
-from annotate.notes.history import BodyStore
-from annotate.notes.yamlpos import YamlProblem, decode, load_yaml
 from annotate.atomic import write_atomic
+from annotate.notes.edit import DOCUMENT_END, EditableText
+from annotate.notes.history import BodyStore
+from annotate.yamlpos import YamlProblem, load_yaml
 
 MAX_MEMORY = 8
 MAX_CALLS = 12
@@ -82,6 +84,8 @@ def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
 
 
 def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewResult:
+    """Write a stub entry for the function `spec` names: a new annotation file, or one more entry
+    at the end of `functions:` in the existing one (its layout, line ends and BOM kept)."""
     root = Path(root) if root else config.annotations_dir
     sym = index.resolve(spec)  # UsageError with candidates when ambiguous / unknown
     why = api.check_upstream_path(sym.upstream, sym.path)
@@ -91,42 +95,39 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
     same_name = [s for s in api._safe(index.symbols_in, sym.upstream, sym.path, default=[]) or []
                  if s.qualified_name == sym.qualified_name]
     need_sig = len(same_name) > 1
-    store = BodyStore(config)
-    store.put(sym.fingerprint, api._safe(index.text_of, sym, default="") or "")
-    if not target.exists():
-        ref = api.expected_schema_ref(config, target)
-        text = "\n".join([api.SCHEMA_LINE_PREFIX + ref,
-                          f"upstream: {sym.upstream}",
-                          f"path: {_q(sym.path) if ':' in sym.path or ' ' in sym.path else sym.path}",
-                          f"overview: {api.TODO} what this file is for",
-                          "functions:",
-                          *stub_lines(index, sym, sym.qualified_name, need_sig)]) + "\n"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write(target, text)
-        return NewResult(target, sym.qualified_name, 6, True)
+    BodyStore(config).put(sym.fingerprint, api._safe(index.text_of, sym, default="") or "")
+    if not os.path.lexists(target):
+        return _new_file(config, index, sym, target, need_sig)
+    return _add_entry(config, index, sym, target, need_sig)
 
+
+def _new_file(config: Config, index, sym, target: Path, need_sig: bool) -> NewResult:
+    ref = api.expected_schema_ref(config, target)
+    text = "\n".join([api.SCHEMA_LINE_PREFIX + ref,
+                      f"upstream: {sym.upstream}",
+                      f"path: {_q(sym.path) if ':' in sym.path or ' ' in sym.path else sym.path}",
+                      f"overview: {api.TODO} what this file is for",
+                      "functions:",
+                      *stub_lines(index, sym, sym.qualified_name, need_sig)]) + "\n"
+    write_atomic(target, text)
+    return NewResult(target, sym.qualified_name, 6, True)
+
+
+def _add_entry(config: Config, index, sym, target: Path, need_sig: bool) -> NewResult:
+    shown = api.display_path(config, target)
     try:
-        text = decode(target.read_bytes())
-        loaded = load_yaml(text)
-    except (OSError, YamlProblem) as exc:
-        raise AnnotateError(f"{api.display_path(config, target)}: cannot add to this file: "
-                            f"{getattr(exc, 'message', exc)}", hint="run `annotate check` and fix it first")
+        original = EditableText.read(target)
+        loaded = load_yaml(original.text)
+    except YamlProblem as exc:
+        raise AnnotateError(f"{shown}: cannot add to this file: {exc.message}",
+                            hint="run `annotate check` and fix it first") from None
     data = loaded.data if isinstance(loaded.data, dict) else None
     if data is None:
-        raise AnnotateError(f"{api.display_path(config, target)}: not a mapping", hint="run `annotate check`")
+        raise AnnotateError(f"{shown}: not a mapping", hint="run `annotate check`")
     funcs = data.get("functions") or {}
     if not isinstance(funcs, dict):
-        raise AnnotateError(f"{api.display_path(config, target)}: functions: is not a mapping",
-                            hint="run `annotate check`")
-    # an existing entry for this very definition?
-    taken = [k for k in funcs if k.split("@", 1)[0].strip() == sym.qualified_name]
-    for k in taken:
-        entry = funcs[k] if isinstance(funcs[k], dict) else {}
-        sig = entry.get("signature")
-        if not need_sig or (isinstance(sig, str) and api._sig_matches(sig, sym)) or sig is None and len(taken) == 1 and not need_sig:
-            line = loaded.keys.get(("functions", k), (None,))[0]
-            raise UsageError(f"{api.display_path(config, target)}:{line}: '{k}' is already annotated there",
-                             hint="edit it, or `annotate check --refresh` to record the current fingerprint")
+        raise AnnotateError(f"{shown}: functions: is not a mapping", hint="run `annotate check`")
+    taken = _refuse_if_annotated(shown, loaded, funcs, sym, need_sig)
     key = sym.qualified_name
     if key in funcs:
         n = 2
@@ -134,42 +135,67 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
             n += 1
         key = f"{key}@{n}"
     lines = stub_lines(index, sym, key, need_sig or bool(taken))
-    new_text, line = _insert(text, loaded, lines)
-    try:
-        check = load_yaml(new_text).data
-        ok = isinstance(check.get("functions"), dict) and key in check["functions"] and all(
-            check["functions"].get(k) == v for k, v in funcs.items()) and {
-            k: v for k, v in check.items() if k != "functions"} == {k: v for k, v in data.items() if k != "functions"}
-    except (YamlProblem, AttributeError):
-        ok = False
-    if not ok:
+    new_text, line = _insert(original.text, loaded, lines)
+    if not _kept(new_text, data, funcs, key):
         try:
-            new_text, line = _insert_ruamel(text, lines, key)
-            check = load_yaml(new_text).data
-            ok = isinstance(check.get("functions"), dict) and key in check["functions"]
-        except Exception:
+            new_text, line = _insert_ruamel(original.text, lines, key)
+            ok = _kept(new_text, None, {}, key)
+        except Exception:  # ruamel is the last resort: whatever it cannot do, say so below
             ok = False
         if not ok:
-            raise AnnotateError(f"{api.display_path(config, target)}: cannot add the stub to this file's layout "
-                                "automatically", hint="paste it under `functions:` yourself:\n" + "\n".join(lines))
-    _write(target, new_text)
+            raise AnnotateError(f"{shown}: cannot add the stub to this file's layout automatically",
+                                hint="paste it under `functions:` yourself:\n" + "\n".join(lines))
+    original.write(target, new_text)
     return NewResult(target, key, line, False)
 
 
-def _write(p: Path, text: str) -> None:
-    write_atomic(p, text)
+def _refuse_if_annotated(shown: str, loaded, funcs: dict, sym, need_sig: bool) -> list[str]:
+    """The entries already named like `sym`; UsageError when one of them is this very definition."""
+    taken = [k for k in funcs if k.split("@", 1)[0].strip() == sym.qualified_name]
+    for k in taken:
+        entry = funcs[k] if isinstance(funcs[k], dict) else {}
+        sig = entry.get("signature")
+        if not need_sig or (isinstance(sig, str) and api._sig_matches(sig, sym)) or sig is None and len(taken) == 1 and not need_sig:
+            line = loaded.keys.get(("functions", k), (None,))[0]
+            raise UsageError(f"{shown}:{line}: '{k}' is already annotated there",
+                             hint="edit it, or `annotate check --refresh` to record the current fingerprint")
+    return taken
+
+
+def _kept(new_text: str, data: dict | None, funcs: dict, key: str) -> bool:
+    """Whether `new_text` reads back with the new entry `key` and (when `data` is given) everything
+    else exactly as before."""
+    try:
+        check = load_yaml(new_text).data
+        ok = isinstance(check.get("functions"), dict) and key in check["functions"]
+        if ok and data is not None:
+            ok = all(check["functions"].get(k) == v for k, v in funcs.items()) and \
+                {k: v for k, v in check.items() if k != "functions"} == {k: v for k, v in data.items() if k != "functions"}
+        return ok
+    except (YamlProblem, AttributeError):
+        return False
 
 
 def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
-    """Append the stub at the end of the `functions:` block (text-level, layout kept)."""
+    """Append the stub at the end of the `functions:` block (text-level, layout kept), before a
+    `...` document end marker and whatever follows it."""
     lines = text.split("\n")
-    if lines and lines[-1] == "":
+    tail: list[str] = []
+    end_marker = next((i for i in range(len(lines) - 1, -1, -1) if DOCUMENT_END.match(lines[i])), None)
+    if end_marker is not None:
+        lines, tail = lines[:end_marker], lines[end_marker:]
+        while lines and not lines[-1].strip():  # blank lines before the marker stay before it
+            tail.insert(0, lines.pop())
+    elif lines and lines[-1] == "":
         lines.pop()
+        tail = [""]
+    else:
+        tail = [""]  # a file without a final newline gets one after the stub
     data = loaded.data
     if "functions" not in data:
         at = len(lines)
         lines += ["functions:", *stub]
-        return "\n".join(lines) + "\n", at + 2
+        return "\n".join(lines + tail), at + 2
     fline = loaded.keys[("functions",)][0]
     funcs = data["functions"] or {}
     indent = 2
@@ -184,7 +210,7 @@ def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
     while end > fline and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")) and later:
         end -= 1
     lines[end:end] = block
-    return "\n".join(lines) + "\n", end + 1
+    return "\n".join(lines + tail), end + 1
 
 
 def _insert_ruamel(text: str, stub: list[str], key: str) -> tuple[str, int]:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from annotate.errors import Diagnostic
 from annotate.notes.schema import TEXT_TAGS, Bilingual
-from annotate.notes.yamlpos import Loaded
+from annotate.yamlpos import Loaded
 
 _NONE = type(None)
 

@@ -1,4 +1,8 @@
-"""Progress reporting for the fetch stage: rich spinners and bars on stderr, or nothing."""
+"""Progress for long work (fetch, index, site): Rich spinners and bars on stderr, or nothing.
+
+One reporter for every stage, so that `-q` silences all of them the same way and a log (CI)
+gets plain lines instead of redrawn bars.
+"""
 
 from __future__ import annotations
 
@@ -13,21 +17,26 @@ class Reporter:
         self.enabled = enabled
         self._console = None
         if enabled:
-            from rich.console import Console
+            from annotate.terminal import console
 
-            self._console = Console(stderr=True, highlight=False)
+            self._console = console(stderr=True)
         # live displays only on a terminal; in logs (CI) they would print as blank lines
         self._live = bool(self._console is not None and self._console.is_terminal)
 
+    @classmethod
+    def of(cls, progress: "bool | Reporter") -> "Reporter":
+        """A stage's `progress` argument (on/off, or the caller's reporter) as a Reporter."""
+        return progress if isinstance(progress, Reporter) else cls(bool(progress))
+
     def say(self, message: str) -> None:
         if self._console is not None:
-            self._console.print(message, markup=False, soft_wrap=True)
+            self._console.print(message, soft_wrap=True)
 
     def _progress(self, with_bar: bool):
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                    TimeElapsedColumn)
 
-        cols = [SpinnerColumn(), TextColumn("{task.description}")]
+        cols = [SpinnerColumn(), TextColumn("{task.description}", markup=False)]
         if with_bar:
             cols += [BarColumn(), MofNCompleteColumn()]
         cols.append(TimeElapsedColumn())
@@ -39,15 +48,20 @@ class Reporter:
         if not self._live:
             yield lambda _text: None
             return
+        from annotate.terminal import printable
+
+        description = printable(description)
         with self._progress(False) as prog:
             task = prog.add_task(description, total=None)
-            yield lambda text: prog.update(task, description=f"{description}: {text[:80]}")
+            yield lambda text: prog.update(task, description=f"{description}: {printable(text[:80])}")
 
     @contextlib.contextmanager
     def bar(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
         if not self._live:
             yield lambda _n=1: None
             return
+        from annotate.terminal import printable
+
         with self._progress(True) as prog:
-            task = prog.add_task(description, total=total)
+            task = prog.add_task(printable(description), total=total)
             yield lambda n=1: prog.advance(task, n)

@@ -1,12 +1,16 @@
-"""`annotate build` and `annotate serve`: thin adapters over site_builder.build / serve.
+"""`annotate build` and `annotate serve`: adapters over site_builder.build / serve.
 
-Imports nothing heavy at module level (the GPU machines load every stage's cli module).
+Arguments are checked here, before any pin, index or note is loaded: an output directory the
+build must not write to, a port out of range, a worker count below one are one line each.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from annotate.errors import UsageError
+from annotate.terminal import echo
 
 
 def register(subparsers) -> None:
@@ -18,6 +22,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="output directory (default: _site in the current directory)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty DIR that was not built by annotate (its files may be overwritten)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--upstream", action="append", default=None, metavar="NAME",
                    help="build only this upstream (repeatable)")
@@ -32,16 +38,36 @@ def register(subparsers) -> None:
     s.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000; 0 = any free port)")
     s.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="output directory (default: _site in the current directory)")
+    s.add_argument("--force", action="store_true", help="as for build: write into a non-empty foreign DIR")
     s.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for the first build")
     s.set_defaults(func=cmd_serve)
 
 
+def _out_dir(args) -> Path:
+    from site_builder.build import default_out_dir
+    from site_builder.output import prepare_out_dir
+
+    return prepare_out_dir(args.out if args.out is not None else default_out_dir(), args.force)
+
+
+def _jobs(args) -> int | None:
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be 1 or more, got {args.jobs}")
+    return args.jobs
+
+
 def cmd_build(args: argparse.Namespace, config) -> int:
+    from annotate.project import open_project
     from site_builder.build import build_site
 
-    report = build_site(config, args.out, upstreams=args.upstream, jobs=args.jobs, progress=not args.quiet)
+    out, jobs = _out_dir(args), _jobs(args)
+    project = open_project(config, upstreams=args.upstream, fetch=True, progress=not args.quiet)
+    report = build_site(project, out, jobs=jobs, force=args.force)
+    if report.annotation_errors:
+        echo(f"annotate: {report.annotation_errors} error(s) in the annotation files (listed on the home page; "
+             "`annotate check` shows them)", err=True)
     if not args.quiet:
-        print(describe(report))
+        echo(describe(report))
     return 0
 
 
@@ -56,6 +82,11 @@ def describe(report) -> str:
 
 
 def cmd_serve(args: argparse.Namespace, config) -> int:
+    from annotate.project import open_project
     from site_builder.serve import serve
 
-    return serve(config, out_dir=args.out, port=args.port, jobs=args.jobs)
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    out, jobs = _out_dir(args), _jobs(args)
+    project = open_project(config, fetch=True, progress=True)
+    return serve(project, out_dir=out, port=args.port, jobs=jobs, force=args.force)

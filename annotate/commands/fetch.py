@@ -1,10 +1,10 @@
-"""`annotate fetch`, `annotate status`, `annotate lock`. Imports stay light: the work is in api."""
+"""`annotate fetch`, `annotate status`, `annotate lock`."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
+
+from annotate.terminal import echo
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,17 +44,17 @@ def cmd_fetch(args, config) -> int:
     import time
 
     from annotate.fetch.api import ensure_fetched, verify_fetched
+    from annotate.progress import Reporter
 
     t0 = time.monotonic()
-    recs = ensure_fetched(config, args.upstreams or None, via=args.via, progress=not args.quiet,
-                          force=args.force)
+    reporter = Reporter(not args.quiet)
+    recs = ensure_fetched(config, args.upstreams or None, via=args.via, progress=reporter, force=args.force)
     if args.verify:
-        verify_fetched(config, args.upstreams or None, progress=not args.quiet)
+        recs = verify_fetched(config, args.upstreams or None, progress=reporter)
     for rec in recs:
-        print(_summary(rec))
+        echo(_summary(rec))
     if not args.quiet:
-        print(f"done in {time.monotonic() - t0:.2f} s{' (every file re-verified)' if args.verify else ''}",
-              file=sys.stderr)
+        echo(f"done in {time.monotonic() - t0:.2f} s{' (every file re-verified)' if args.verify else ''}", err=True)
     return 0
 
 
@@ -71,19 +71,18 @@ def _group(paths, row) -> str:
 
 
 def cmd_status(args, config) -> int:
-    from annotate.fetch.api import fetch_status
+    from annotate.project import open_project, status
 
-    rows = fetch_status(config)
+    rows = status(open_project(config))
     if args.json:
-        json.dump({"cache_dir": str(config.cache_dir), "pins": [r.to_json() for r in rows]}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        from annotate.jsonout import print_json
+
+        print_json({"cache_dir": str(config.cache_dir), "pins": [r.to_json() for r in rows]})
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 150))  # logs: don't squeeze the table to 80 columns
+    from annotate.terminal import console
+
     t = Table(title=f"pins (cache: {config.cache_dir})", title_justify="left")
     for col in ("pin", "commit", "route", "verified", "missing", "fetched (UTC)", "annotations"):
         t.add_column(col, no_wrap=True)
@@ -97,21 +96,22 @@ def cmd_status(args, config) -> int:
         when = (r.fetched_at or "")[:16].replace("T", " ")
         t.add_row(name, r.commit[:12], r.route or "not fetched", r.verified or "",
                   str(len(r.missing)) if r.fetched else "", when, notes)
-    console.print(t)
+    console().print(t)
     for r in rows:
         if r.missing:
-            print(f"{r.name}: {len(r.missing)} missing ({_group(r.missing, r)}); `annotate status --json` lists them")
+            echo(f"{r.name}: {len(r.missing)} missing ({_group(r.missing, r)}); `annotate status --json` lists them")
+        if r.verified == "changed":
+            echo(f"{r.name}: the checkout changed on disk since it was verified; "
+                 f"`annotate fetch --verify {r.parent or r.name}` checks it again")
     if not all(r.fetched for r in rows):
-        print("fetch the missing pins with: annotate fetch")
+        echo("fetch the missing pins with: annotate fetch")
     return 0
 
 
 def cmd_lock(args, config) -> int:
-    import tempfile
-    from pathlib import Path
-
     from annotate.errors import UsageError
     from annotate.fetch import lock as locks
+    from annotate.fetch.gitroute import lock_for
     from annotate.upstreams import load_upstreams
 
     targets = locks.lock_targets(config, load_upstreams(config))
@@ -123,26 +123,8 @@ def cmd_lock(args, config) -> int:
         raise UsageError("--from names one repository: give exactly one UPSTREAM with it")
     for n in names:
         pin, _owner = targets[n]
-        if args.source:
-            gitdir = locks.resolve_gitdir(Path(args.source))
-            lock = locks.lock_from_git(gitdir, n, pin.commit, pin.paths, pin.exclude)
-        else:
-            from annotate.fetch.gitroute import local_path
-
-            url, _origin = config.url_for(n, pin.url)
-            lp = local_path(url)
-            if lp is not None:
-                lock = locks.lock_from_git(locks.resolve_gitdir(lp), n, pin.commit, pin.paths, pin.exclude)
-            else:
-                # only trees are needed: a blobless fetch of the one commit
-                from annotate.fetch.gitroute import checkout_trees
-
-                config.tmp_dir().mkdir(parents=True, exist_ok=True)
-                with tempfile.TemporaryDirectory(dir=config.tmp_dir(), prefix=f"lock-{n}-") as tmp:
-                    repo = checkout_trees(config, url, pin.commit, Path(tmp) / "repo")
-                    lock = locks.lock_from_git(Path(repo.git_dir), n, pin.commit, pin.paths, pin.exclude)
-                    repo.close()
+        lock = lock_for(config, n, pin, args.source)
         out = config.lock_file(pin.lock)
         locks.write_lock(out, lock)
-        print(f"{n} {pin.commit[:12]}: {len(lock.files)} files -> {out}")
+        echo(f"{n} {pin.commit[:12]}: {len(lock.files)} files -> {out}")
     return 0

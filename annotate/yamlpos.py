@@ -1,4 +1,5 @@
-"""Safe YAML reading that remembers where every key and value was written.
+"""Safe YAML reading that remembers where every key and value was written: the one YAML reader for
+files people write (annotation files, course maps, the pin file).
 
 PyYAML composes the document into nodes (which carry line/column marks; libyaml's C composer
 where available: ruamel's pure-Python composer was most of `annotate check`'s time); we build plain
@@ -9,7 +10,10 @@ duplicate keys) with a precise position. Positions are 1-based (line, column).
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -51,6 +55,30 @@ class Loaded:
             if not p:
                 return None
             p = p[:-1]
+
+
+def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; YamlProblem otherwise.
+
+    Never reads more than `limit` + 1 bytes and never opens what is not a regular file, so a
+    directory, a FIFO or a link to /dev/zero named like a YAML file is one clear problem.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise YamlProblem(f"cannot read: {exc.strerror or exc}", code="io") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise YamlProblem(f"cannot read: {kind}", code="io")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise YamlProblem(f"cannot read: {exc.strerror or exc}", code="io") from None
+    if len(raw) > limit:
+        raise YamlProblem(f"file is larger than {limit} bytes, the limit for a YAML file here", 1, 1,
+                          code="too-large")
+    return raw
 
 
 def decode(raw: bytes) -> str:
@@ -147,6 +175,14 @@ def _core_schema_loader():
 
 def load_yaml(text: str) -> Loaded:
     """Parse one YAML document into plain values + positions. Raises YamlProblem."""
+    root = _compose(text)
+    out = Loaded(data=None)
+    out.data = _Builder(out).build(root, (), 0)
+    return out
+
+
+def _compose(text: str):
+    """The document's node tree (libyaml's composer, YAML 1.2 core schema); YamlProblem on syntax."""
     import yaml
     from yaml import MarkedYAMLError, YAMLError
 
@@ -172,58 +208,60 @@ def load_yaml(text: str) -> Loaded:
         raise YamlProblem("YAML nesting is too deep", 1, 1, code="yaml-too-deep") from None
     if root is None:
         raise YamlProblem("the file holds no YAML document", 1, 1, code="yaml-empty")
-    out = Loaded(data=None)
-    seen: set[int] = set()
+    return root
 
-    def build(node, path: Path_, depth: int) -> Any:
+
+class _Builder:
+    """Plain values from composed nodes, recording positions in `out`; refuses what an annotation
+    file has no use for (tags, aliases, merge keys, complex or duplicate keys, deep nesting)."""
+
+    def __init__(self, out: Loaded):
+        self.out = out
+        self.seen: set[int] = set()
+
+    def build(self, node, path: Path_, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise YamlProblem(f"nesting deeper than {MAX_DEPTH} levels", *_pos(node), code="yaml-too-deep")
-        if id(node) in seen:
+        if id(node) in self.seen:
             raise YamlProblem("the value anchored here (&name) is reused through an alias (*name); aliases are not allowed in annotation files, repeat the text",
                               *_pos(node), code="yaml-alias")
-        seen.add(id(node))
+        self.seen.add(id(node))
         tag = _tag(node)
         kind = type(node).__name__
-        out.values[path] = _pos(node)
+        self.out.values[path] = _pos(node)
         if tag and not tag.startswith(_STD):
             raise YamlProblem(f"YAML tag '{tag}' is not allowed in annotation files", *_pos(node),
                               code="yaml-tag")
+        want = {"ScalarNode": ("str", "null", "bool", "int", "float", "timestamp"), "SequenceNode": ("seq",),
+                "MappingNode": ("map",)}.get(kind)
+        if want is None:
+            raise YamlProblem(f"unexpected YAML node {kind}", *_pos(node))
+        if _kind(tag) not in want:
+            raise YamlProblem(f"YAML type '!!{_kind(tag)}' is not allowed here", *_pos(node), code="yaml-tag")
         if kind == "ScalarNode":
-            if _kind(tag) not in ("str", "null", "bool", "int", "float", "timestamp"):
-                raise YamlProblem(f"YAML type '!!{_kind(tag)}' is not allowed here", *_pos(node),
-                                  code="yaml-tag")
             return _scalar(node)
         if kind == "SequenceNode":
-            if _kind(tag) != "seq":
-                raise YamlProblem(f"YAML type '!!{_kind(tag)}' is not allowed here", *_pos(node),
-                                  code="yaml-tag")
-            return [build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-        if kind == "MappingNode":
-            if _kind(tag) != "map":
-                raise YamlProblem(f"YAML type '!!{_kind(tag)}' is not allowed here", *_pos(node),
-                                  code="yaml-tag")
-            result: dict[str, Any] = {}
-            for knode, vnode in node.value:
-                ktag = _tag(knode)
-                if type(knode).__name__ != "ScalarNode":
-                    raise YamlProblem("mapping keys must be plain text, not lists or mappings",
-                                      *_pos(knode), code="yaml-complex-key")
-                if _kind(ktag) == "merge":
-                    raise YamlProblem("merge keys (<<) are not allowed in annotation files",
-                                      *_pos(knode), code="yaml-alias")
-                if ktag and not ktag.startswith(_STD):
-                    raise YamlProblem(f"YAML tag '{ktag}' is not allowed in annotation files",
-                                      *_pos(knode), code="yaml-tag")
-                key = str(knode.value)
-                if key in result:
-                    first = out.keys.get(path + (key,))
-                    where = f" (first at line {first[0]})" if first else ""
-                    raise YamlProblem(f"duplicate key '{key}'{where}", *_pos(knode),
-                                      code="duplicate-key")
-                out.keys[path + (key,)] = _pos(knode)
-                result[key] = build(vnode, path + (key,), depth + 1)
-            return result
-        raise YamlProblem(f"unexpected YAML node {kind}", *_pos(node))
+            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        return self.mapping(node, path, depth)
 
-    out.data = build(root, (), 0)
-    return out
+    def mapping(self, node, path: Path_, depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for knode, vnode in node.value:
+            ktag = _tag(knode)
+            if type(knode).__name__ != "ScalarNode":
+                raise YamlProblem("mapping keys must be plain text, not lists or mappings",
+                                  *_pos(knode), code="yaml-complex-key")
+            if _kind(ktag) == "merge":
+                raise YamlProblem("merge keys (<<) are not allowed in annotation files",
+                                  *_pos(knode), code="yaml-alias")
+            if ktag and not ktag.startswith(_STD):
+                raise YamlProblem(f"YAML tag '{ktag}' is not allowed in annotation files",
+                                  *_pos(knode), code="yaml-tag")
+            key = str(knode.value)
+            if key in result:
+                first = self.out.keys.get(path + (key,))
+                where = f" (first at line {first[0]})" if first else ""
+                raise YamlProblem(f"duplicate key '{key}'{where}", *_pos(knode), code="duplicate-key")
+            self.out.keys[path + (key,)] = _pos(knode)
+            result[key] = self.build(vnode, path + (key,), depth + 1)
+        return result

@@ -4,8 +4,9 @@ module is imported on every `annotate` run, including on machines without pydant
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from annotate.terminal import echo
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,21 +58,22 @@ def _sources(args) -> dict[str, Path]:
     return out
 
 
-def make_index(config, args):
-    srcs = _sources(args)
-    if srcs:
-        from annotate.index.api import index_directory
+def make_project(config, args):
+    """The Project `check` and `new` work on: the pins' index, or the --source trees instead."""
+    from annotate.project import open_project
 
-        if len(srcs) > 1:
-            from annotate.notes.drift import MergedIndex
+    return open_project(config, annotations_root=args.annotations, sources=_sources(args))
 
-            return MergedIndex([index_directory(up, d, None) for up, d in srcs.items()])
-        (up, d), = srcs.items()
-        # no config: caching another tree of the same upstream would prune the pin's resolved index
-        return index_directory(up, d, None)
-    from annotate.index.api import load_index
 
-    return load_index(config)
+def known_harnesses(config) -> set[str] | None:
+    """Names `annotate run` knows (folders with a spec.yaml); None (no check) if there are none yet."""
+    from annotate.harness.spec import kernel_names
+
+    try:
+        names = set(kernel_names(config))
+    except OSError:
+        return None
+    return names or None
 
 
 def _inside(p: Path, root: Path) -> bool:
@@ -85,26 +87,27 @@ def _inside(p: Path, root: Path) -> bool:
 
 
 def cmd_check(args, config) -> int:
+    import time
+
     from annotate.errors import UsageError
-    from annotate.notes.check import StaleExplainer, format_report, report_json, run_check
+    from annotate.notes.check import StaleExplainer, format_report, run_check
     from annotate.notes.history import default_indexer
 
     if args.against and args.against_dir:
         raise UsageError("give --against or --against-dir, not both")
-    root = args.annotations or config.annotations_dir
+    project = make_project(config, args)
+    root = project.annotations_dir
     outside = [f for f in args.files if not Path(f).is_file() or not _inside(Path(f), root)]
     if outside:
         raise UsageError(f"{outside[0]}: not an annotation file under {root}",
                          hint="give files under the annotations root, or --annotations DIR")
-    import time
-
     t0 = time.perf_counter()
-    index = make_index(config, args)
+    index = project.index
     t_index = time.perf_counter() - t0
     explainer = StaleExplainer(config, indexer=default_indexer(), git_dir=args.git_dir,
                                against_tree=args.against_dir, against_ref=args.against)
     report = run_check(config, index, args.annotations, refresh=args.refresh, explainer=explainer,
-                       only=list(args.files) or None)
+                       only=list(args.files) or None, known_harnesses=known_harnesses(config))
     if args.against or args.against_dir:
         from annotate.notes.drift import run_drift
 
@@ -113,21 +116,22 @@ def cmd_check(args, config) -> int:
     report.index_seconds = t_index
     report.elapsed = time.perf_counter() - t0 - t_index
     if args.json:
-        print(report_json(report))
+        from annotate.jsonout import print_json
+
+        print_json(report.to_json())
     else:
-        print(format_report(report))
+        echo(format_report(report))
     return report.exit_code(args.strict)
 
 
 def cmd_new(args, config) -> int:
+    from annotate.notes.api import display_path
     from annotate.notes.new import new_stub
 
-    index = make_index(config, args)
-    res = new_stub(config, index, args.symbol, args.annotations)
-    from annotate.notes.api import display_path
-
+    project = make_project(config, args)
+    res = new_stub(config, project.index, args.symbol, args.annotations)
     verb = "created" if res.created else "added to"
-    print(f"{display_path(config, res.file)}:{res.line}: {verb}: stub for {res.key}")
+    echo(f"{display_path(config, res.file)}:{res.line}: {verb}: stub for {res.key}")
     return 0
 
 
@@ -139,14 +143,15 @@ def cmd_schema(args, config) -> int:
     current = path.read_text(encoding="utf-8") if path.is_file() else None
     if args.check:
         if current != text:
-            print(f"{path}: out of date; run `annotate schema`", file=sys.stderr)
+            echo(f"{path}: out of date; run `annotate schema`", err=True)
             return 1
-        print(f"{path}: up to date")
+        echo(f"{path}: up to date")
         return 0
     if current != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
+        from annotate.atomic import write_atomic
+
+        write_atomic(path, text)
+        echo(f"wrote {path}")
     else:
-        print(f"{path}: up to date")
+        echo(f"{path}: up to date")
     return 0

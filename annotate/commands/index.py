@@ -1,0 +1,145 @@
+"""`annotate symbols | callgraph | facts`: the index, asked one question at a time.
+
+JSON shapes are part of the command-line contract (see annotate.jsonout): `symbols` and `facts`
+print a list, `callgraph` an object with `edges`.
+"""
+
+from __future__ import annotations
+
+from annotate.errors import UsageError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("symbols", help="functions defined in one upstream file")
+    p.add_argument("target", metavar="UPSTREAM:PATH")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_symbols)
+
+    p = subparsers.add_parser("callgraph", help="calls and kernel launches from (or to) a function")
+    p.add_argument("symbol", metavar="SYMBOL")
+    p.add_argument("--reverse", action="store_true", help="callers instead of callees")
+    p.add_argument("--depth", type=int, default=1, help="levels to follow (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_callgraph)
+
+    p = subparsers.add_parser("facts", help="memory-access facts detected in a function")
+    p.add_argument("symbol", metavar="SYMBOL")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_facts)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def project_for_spec(config, spec: str, **kw):
+    """The Project a SYMBOL needs: only its upstream's index when it names one (`UP:name`)."""
+    from annotate.project import open_project
+    from annotate.upstreams import load_upstreams
+
+    head, sep, tail = spec.partition(":")
+    known = sep and not tail.startswith(":") and head in load_upstreams(config)
+    return open_project(config, upstreams=[head] if known else None, **kw)
+
+
+def symbol_json(sym) -> dict:
+    from dataclasses import asdict
+
+    d = asdict(sym)
+    d["is_cuda_qualified"] = list(sym.is_cuda_qualified)
+    d["id"] = sym.id
+    d["key"] = sym.key
+    return d
+
+
+def edge_json(index, e) -> dict:
+    caller = index.symbol(e.caller)
+    targets = [index.symbol(k) for k in e.callees]
+    qnames = list(dict.fromkeys(t.qualified_name for t in targets))
+    return {
+        "caller": caller.qualified_name,
+        "callee": qnames[0] if len(qnames) == 1 else e.callee_name,
+        "kind": e.kind,
+        "file": e.path,
+        "line": e.line,
+        "column": e.column,
+        "written": e.callee_name,
+        "via": e.via,
+        "resolved": bool(targets),
+        "ambiguous": len(qnames) > 1,
+        "callees": [f"{t.upstream}:{t.qualified_name}@{t.path}:{t.start_line}" for t in targets],
+        "caller_key": caller.key,
+    }
+
+
+def fact_json(f) -> dict:
+    return {"kind": f.kind, "detail": f.detail, "line": f.line, "rule": f.rule, "file": f.path}
+
+
+def _table(title: str, columns, rows) -> None:
+    from rich.table import Table
+
+    from annotate.terminal import console
+
+    t = Table(title=title)
+    for col in columns:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*row)
+    console().print(t)
+
+
+# ---- commands -----------------------------------------------------------------------------
+
+def cmd_symbols(args, config) -> int:
+    from annotate.project import open_project
+
+    up, sep, path = args.target.partition(":")
+    if not sep or not path:
+        raise UsageError(f"expected UPSTREAM:PATH, got '{args.target}'",
+                         hint="e.g. annotate symbols flashinfer:include/flashinfer/norm.cuh")
+    project = open_project(config, upstreams=[up])
+    project.selected  # an unknown upstream is refused before the index loads
+    syms = project.index.symbols_in(up, path.strip("/"))
+    if args.json:
+        from annotate.jsonout import print_json
+
+        print_json([symbol_json(s) for s in syms])
+        return 0
+    _table(f"{up}:{path}", ("lines", "kind", "qualified name", "template"),
+           [(f"{s.start_line}-{s.end_line}", s.kind, s.qualified_name, (s.template_params or "")[:50]) for s in syms])
+    return 0
+
+
+def cmd_callgraph(args, config) -> int:
+    if args.depth < 1:
+        raise UsageError("--depth must be at least 1")
+    index = project_for_spec(config, args.symbol).index
+    sym = index.resolve(args.symbol)
+    edges = index.callgraph(sym, reverse=args.reverse, depth=args.depth)
+    if args.json:
+        from annotate.jsonout import print_json
+
+        print_json({"root": sym.qualified_name, "root_key": sym.key, "reverse": args.reverse,
+                    "depth": args.depth, "edges": [edge_json(index, e) for e in edges]})
+        return 0
+    rows = []
+    for e in edges:
+        j = edge_json(index, e)
+        callee = j["callee"] + ("" if j["resolved"] else "  [unresolved]") + ("  [ambiguous]" if j["ambiguous"] else "")
+        rows.append((j["caller"], j["kind"], callee, f"{e.path}:{e.line}"))
+    _table(f"{'callers of' if args.reverse else 'callees of'} {sym.qualified_name}  ({sym.path}:{sym.start_line})",
+           ("caller", "kind", "callee", "at"), rows)
+    return 0
+
+
+def cmd_facts(args, config) -> int:
+    index = project_for_spec(config, args.symbol).index
+    sym = index.resolve(args.symbol)
+    facts = index.facts(sym)
+    if args.json:
+        from annotate.jsonout import print_json
+
+        print_json([fact_json(f) for f in facts])
+        return 0
+    _table(f"memory-access facts of {sym.qualified_name}  ({sym.path}:{sym.start_line})", ("line", "kind", "detail"),
+           [(str(f.line), f.kind, f.detail) for f in facts])
+    return 0
