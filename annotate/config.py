@@ -35,6 +35,7 @@ ENV_CONFIG = "ANNOTATE_CONFIG"
 ENV_URL_PREFIX = "ANNOTATE_URL_"  # ANNOTATE_URL_FLASHINFER, ANNOTATE_URL_FLASH_ATTENTION, ANNOTATE_URL_CUTLASS
 ENV_PIP_ARGS = "ANNOTATE_PIP_ARGS"  # extra `pip download` arguments (a mirror, --find-links, --no-index)
 ENV_GIT_TIMEOUT = "ANNOTATE_GIT_TIMEOUT"  # seconds to wait for a git remote to answer before giving up on it
+ENV_MAX_JOBS = "MAX_JOBS"  # parallel compiles of a harness build (torch's cpp_extension reads it too)
 
 
 def _platform_dir(kind: str, env: dict[str, str]) -> Path:
@@ -120,6 +121,21 @@ class Config:
 
             raise AnnotateError(f"git timeout must be a number of seconds, got {raw!r}") from None
 
+    def max_jobs(self) -> int | None:
+        """$MAX_JOBS as a positive number of parallel compiles, or None (let the build choose)."""
+        raw = self.environ.get(ENV_MAX_JOBS, "").strip()
+        if not raw:
+            return None
+        try:
+            jobs = int(raw)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            from annotate.errors import AnnotateError
+
+            raise AnnotateError(f"${ENV_MAX_JOBS} must be a positive number of parallel compiles, got {raw!r}")
+        return jobs
+
     # ---- repository paths ---------------------------------------------------------------
     @property
     def upstreams_file(self) -> Path:
@@ -186,7 +202,7 @@ class Config:
         return self.cache_dir / "notes" / "fixtures"
 
     def build_dir(self, kernel: str, key: str) -> Path:
-        """One JIT build of a harness kernel; `key` comes from annotate.harness.build.build_key."""
+        """One build of a harness kernel; `key` comes from annotate.harness.staging.build_key."""
         return self.builds_dir() / f"{kernel}-{key[:16]}"
 
     def result_record(self, kernel: str, stamp: str) -> Path:
