@@ -398,3 +398,35 @@ def test_records_store_the_build_directory_relative_to_the_cache(tmp_config):
     assert portable_build(tmp_config, inside).directory == "$ANNOTATE_CACHE_DIR/builds/rmsnorm-0123456789abcdef"
     outside = BuildInfo(directory="/elsewhere/build", cached=False)
     assert portable_build(tmp_config, outside) == outside
+
+
+# ---- the shared launcher header, compiled for real -------------------------------------------
+DISPATCH_LAUNCHER = r"""
+#include "annotate_launcher.h"
+template <typename T>
+__global__ void fill(T* out, T value) { out[threadIdx.x] = value; }
+
+int fill_launcher(int dtype_code, void* out, void* stream) {
+  return annotate_dispatch_dtype(dtype_code, [&](auto type) {
+    using T = typename decltype(type)::type;
+    fill<T><<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(out), T(1));
+    return annotate_status(cudaSuccess);
+  });
+}
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("instantiate, kernels", [
+    ({"DTYPE_0": "float", "DTYPE_1": "double"}, {"_Z4fillIfEvPT_S0_", "_Z4fillIdEvPT_S0_"}),
+    ({"DTYPE_0": "float"}, {"_Z4fillIfEvPT_S0_"}),
+])
+def test_dtype_dispatch_instantiates_exactly_the_spec_types(tmp_path, instantiate, kernels):
+    """The common launcher header (vendor_kernels/common) as the catalog's launchers use it."""
+    _need_nvcc()
+    cfg, spec = _toy(tmp_path, DISPATCH_LAUNCHER)
+    common = spec.folder.parent / "common" / "annotate_launcher.h"
+    common.write_text((REPO_ROOT / "vendor_kernels" / "common" / "annotate_launcher.h").read_text())
+    spec = dataclasses.replace(spec, instantiate=instantiate)
+    res = nvcc.compile_only(cfg, spec, arch="80")
+    assert {k.mangled for k in res.kernels} == kernels

@@ -123,6 +123,18 @@ def test_invalid_yaml(tmp_path):
         load_spec(_config(tmp_path, root), "toy")
 
 
+def test_no_list_of_kernels_outside_the_folders():
+    """device_run.sh takes the catalog from vendor_kernels/*/spec.yaml, and the launchers and
+    bindings keep no copy of what the common headers provide."""
+    script = (REPO_ROOT / "vendor_kernels" / "device_run.sh").read_text()
+    assert [k for k in CATALOG if k in script] == []
+    copied = ("ANNOTATE_DEFINE_ERROR_STRING", "switch (dtype_code)", "numel() ?", "cudaGetErrorString")
+    for f in (REPO_ROOT / "vendor_kernels").glob("*/*"):
+        if f.suffix in (".cu", ".cuh", ".cpp", ".h") and f.parent.name != "common":
+            text = f.read_text()
+            assert [c for c in copied if c in text] == [], f
+
+
 def test_a_copy_outside_the_catalog_loads_under_any_folder_name(tmp_path):
     root = tmp_path / "vendor_kernels"
     folder = make_kernel(root)
