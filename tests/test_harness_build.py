@@ -430,3 +430,28 @@ def test_dtype_dispatch_instantiates_exactly_the_spec_types(tmp_path, instantiat
     spec = dataclasses.replace(spec, instantiate=instantiate)
     res = nvcc.compile_only(cfg, spec, arch="80")
     assert {k.mangled for k in res.kernels} == kernels
+
+
+# ---- the JIT route for real, without a GPU (a CUDA build of torch and ninja are enough) -------
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_jit_build_then_cache_hit(pinned, real_config, tmp_path):
+    """merge_state built by cpp_extension in its child process and imported here; the second
+    call imports the same .so without compiling (the GPU machines run this route)."""
+    import shutil
+
+    torch = pytest.importorskip("torch")
+    if not torch.version.cuda or shutil.which("ninja") is None:
+        pytest.skip("needs a CUDA build of torch and ninja (the GPU machines have both)")
+    _need_nvcc()
+    pinned("flashinfer")
+    cfg = dataclasses.replace(real_config, cache_dir=tmp_path / "cache")
+    cfg = dataclasses.replace(cfg, environ={**real_config.environ, "MAX_JOBS": "2"})
+    cfg.cache_dir.mkdir()
+    os.symlink(real_config.checkouts_dir(), cfg.checkouts_dir())
+    spec = load_spec(cfg, "merge_state")
+    module, built = jit.ensure_built(cfg, spec, "90")
+    assert not built.cached and built.compile_s > 0 and callable(module.merge_state)
+    again, hit = jit.ensure_built(cfg, spec, "90")
+    assert hit.cached and hit.key == built.key and hit.compile_s == built.compile_s
+    assert (tmp_path / "cache" / "builds").is_dir() and jit.BUILD_LOG in os.listdir(built.directory)
