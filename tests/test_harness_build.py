@@ -174,7 +174,7 @@ def test_toolchain_comes_from_the_given_environment_only(tmp_path, monkeypatch):
 
 def test_binary_tools_toolkit_then_pip_then_path(tmp_path, monkeypatch):
     home = _fake_toolkit(tmp_path)
-    tc = toolchain.Toolchain(nvcc=home / "bin" / "nvcc", home=home, path=None)
+    tc = toolchain.Toolchain(nvcc=home / "bin" / "nvcc", home=home)
     pip_bin = tmp_path / "site" / "nvidia" / "cu13" / "bin"
     pip_bin.mkdir(parents=True)
     monkeypatch.setattr(toolchain, "_nvidia_pip_dirs", lambda sub: [pip_bin] if sub == "bin" else [])
@@ -346,7 +346,7 @@ def test_jit_plan_is_keyed_like_the_build(tmp_path):
 def test_jit_job_passes_its_environment_explicitly(tmp_path, monkeypatch):
     home = _fake_toolkit(tmp_path)
     cfg, spec = _toy(tmp_path, TOY_KERNEL, environ={"PATH": "/bin", "MAX_JOBS": "3"})
-    tc = toolchain.Toolchain(nvcc=home / "bin" / "nvcc", home=home, path="/bin")
+    tc = toolchain.Toolchain(nvcc=home / "bin" / "nvcc", home=home)
     plan = jit.plan_build(cfg, spec, "90", torch_version="t", cuda_version="c")
     before = dict(os.environ)
     job, env = jit.build_job(cfg, spec, plan, tc)
@@ -372,7 +372,7 @@ CHILD_FAILS = ("import sys; sys.stdin.read(); "
 def test_jit_compile_runs_a_child_and_reports_its_errors(tmp_path, monkeypatch):
     home = _fake_toolkit(tmp_path)
     cfg, spec = _toy(tmp_path, TOY_KERNEL)
-    tc = toolchain.Toolchain(nvcc=home / "bin" / "nvcc", home=home, path=None)
+    tc = toolchain.Toolchain(nvcc=home / "bin" / "nvcc", home=home)
     plan = jit.plan_build(cfg, spec, "90", torch_version="t", cuda_version="c")
     monkeypatch.setattr(jit, "_BUILD_CHILD", CHILD_OK)
     assert jit._compile(cfg, spec, plan, tc, verbose=False) >= 0

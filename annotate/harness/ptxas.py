@@ -3,6 +3,7 @@ barriers, static shared memory, constant memory, stack and spills."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -93,7 +94,7 @@ def parse_ptxas(log: str, source: str = "", env: Mapping[str, str] | None = None
 
 
 def demangle(names: list[str], env: Mapping[str, str]) -> dict[str, str]:
-    path = env.get("PATH", "")
+    path = env.get("PATH", os.defpath)
     tool = shutil.which("cu++filt", path=path) or shutil.which("c++filt", path=path)
     if not names or not tool:
         return {n: n for n in names}

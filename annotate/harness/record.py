@@ -33,7 +33,7 @@ from annotate.errors import AnnotateError
 from annotate.harness.spec import Tolerance
 
 RECORD_SCHEMA = 1
-MAX_RECORD_BYTES = 8 * 2**20  # the committed records are ~20 KB
+MAX_RECORD_BYTES = 4 * 2**20  # the committed records are ~20 KB
 MAX_DEPTH = 32  # the deepest real path is 6 levels (timings[].check.outputs[].tol.rel_l2)
 MAX_NODES = 1_000_000
 
@@ -257,6 +257,8 @@ def read_record_json(path: Path) -> dict:
         raise RecordError(str(path), f"nested deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(text)
+    except RecursionError:  # not reached for valid JSON (the depth was checked); kept as a guard
+        raise RecordError(str(path), f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
         why = f"invalid JSON at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else "invalid JSON"
         raise RecordError(str(path), why) from None
@@ -279,17 +281,24 @@ def write_record(path: Path, record: RunRecord) -> None:
 
 
 # ---- bounds ----------------------------------------------------------------------------------
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# One linear pass over the tokens that matter: escapes, quotes, brackets (a regex skipping whole
+# strings can backtrack quadratically on hostile text).
+_TOKEN = re.compile(r'\\.|["\[\]{}]', re.S)
 
 
 def _text_depth(text: str) -> int:
     """The deepest bracket nesting of JSON text, strings skipped, without recursion (json.loads
-    itself raises RecursionError on deep input)."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    itself raises RecursionError on deep input). Exact for valid JSON, which is all that
+    json.loads accepts afterwards."""
     depth = deepest = 0
-    for ch in brackets:
-        if ch in "[{":
+    in_string = False
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok == '"':
+            in_string = not in_string
+        elif in_string or len(tok) == 2:
+            continue
+        elif tok in "[{":
             depth += 1
             if depth > deepest:
                 deepest = depth

@@ -9,6 +9,7 @@ nothing here reads or writes os.environ; PATH lookups use that environment's PAT
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -29,7 +30,6 @@ BINARY_TOOL_PACKAGES = "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
 class Toolchain:
     nvcc: Path
     home: Path | None  # the toolkit root (holding include/cuda_runtime.h), if found
-    path: str | None  # the PATH that found it, for the tools nvcc itself runs
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
         """The environment for a build process: `base` with CUDA_HOME set to this toolkit
@@ -46,6 +46,11 @@ class BinaryTools:
     nvdisasm: Path
 
 
+def _path(env: Mapping[str, str]) -> str:
+    # shutil.which would fall back to os.environ's PATH: the given environment decides alone.
+    return env.get("PATH", os.defpath)
+
+
 def _env_homes(env: Mapping[str, str]) -> list[Path]:
     return [Path(env[v]) for v in ("CUDA_HOME", "CUDA_PATH") if env.get(v)]
 
@@ -54,7 +59,7 @@ def find_nvcc(env: Mapping[str, str]) -> Path | None:
     for home in _env_homes(env):
         if (home / "bin" / "nvcc").is_file():
             return home / "bin" / "nvcc"
-    found = shutil.which("nvcc", path=env.get("PATH"))
+    found = shutil.which("nvcc", path=_path(env))
     if found:
         return Path(found).resolve()
     cand = DEFAULT_CUDA_HOME / "bin" / "nvcc"
@@ -76,7 +81,7 @@ def find_toolchain(env: Mapping[str, str]) -> Toolchain:
     if nvcc is None:
         raise AnnotateError("nvcc not found (looked at $CUDA_HOME/bin, PATH, /usr/local/cuda/bin)",
                             hint="install the CUDA toolkit or set CUDA_HOME")
-    return Toolchain(nvcc=nvcc, home=cuda_home(nvcc, env), path=env.get("PATH"))
+    return Toolchain(nvcc=nvcc, home=cuda_home(nvcc, env))
 
 
 def nvcc_version(nvcc: Path) -> str:
@@ -150,7 +155,7 @@ def find_binary_tool(name: str, toolchain: Toolchain | None, env: Mapping[str, s
     cands += [d / name for d in _nvidia_pip_dirs("bin")]
     found = next((c for c in cands if c.is_file()), None)
     if found is None:
-        which = shutil.which(name, path=env.get("PATH"))
+        which = shutil.which(name, path=_path(env))
         found = Path(which) if which else None
     return found
 

@@ -11,8 +11,6 @@ import hashlib
 from annotate.harness.record import Comparison
 from annotate.harness.spec import Tolerance
 
-__all__ = ["Comparison", "compare", "new_base_seed", "poison", "trial_seed"]
-
 
 def poison(tensor) -> None:
     """Fill an output with NaN (floating) or an impossible value (integer) before a launch, so
