@@ -9,7 +9,7 @@ OUT    ?= _site
 
 $(BIN)/annotate: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,sass]'
 	@# flash-attn's sdist runs setup.py (which imports torch) even to be downloaded, so the
 	@# archive route needs some torch; the CPU build is enough for that.
 	$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install -q torch==2.13.0 packaging setuptools wheel

@@ -36,6 +36,7 @@ ENV_URL_PREFIX = "ANNOTATE_URL_"  # ANNOTATE_URL_FLASHINFER, ANNOTATE_URL_FLASH_
 ENV_PIP_ARGS = "ANNOTATE_PIP_ARGS"  # extra `pip download` arguments (a mirror, --find-links, --no-index)
 ENV_GIT_TIMEOUT = "ANNOTATE_GIT_TIMEOUT"  # seconds to wait for a git remote to answer before giving up on it
 ENV_INDEX_JOBS = "ANNOTATE_INDEX_JOBS"  # worker processes for indexing
+ENV_MAX_JOBS = "MAX_JOBS"  # parallel compiles of a harness build (torch's cpp_extension reads it too)
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -214,6 +215,19 @@ class Config:
         return child_env({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
                           "GIT_HTTP_LOW_SPEED_TIME": "30", "GIT_SSH_COMMAND": ssh})
 
+    def max_jobs(self) -> int | None:
+        """$MAX_JOBS as a positive number of parallel compiles, or None (let the build choose)."""
+        raw = self.environ.get(ENV_MAX_JOBS, "").strip()
+        if not raw:
+            return None
+        try:
+            jobs = int(raw)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise _setting_error(f"${ENV_MAX_JOBS}", f"must be a positive number of parallel compiles, got {raw!r}")
+        return jobs
+
     # ---- repository paths ---------------------------------------------------------------
     @property
     def upstreams_file(self) -> Path:
@@ -280,7 +294,7 @@ class Config:
         return self.cache_dir / "notes" / "fixtures"
 
     def build_dir(self, kernel: str, key: str) -> Path:
-        """One JIT build of a harness kernel; `key` comes from annotate.harness.build.build_key."""
+        """One build of a harness kernel; `key` comes from annotate.harness.staging.build_key."""
         return self.builds_dir() / f"{kernel}-{key[:16]}"
 
     def result_record(self, kernel: str, stamp: str) -> Path:

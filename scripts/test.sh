@@ -15,6 +15,13 @@ if ! "$BIN/python" -c 'import torch, os, sys; sys.exit(0 if os.path.exists(os.pa
   "$BIN/python" -m pip install -q torch==2.14.1 packaging setuptools wheel
 fi
 
+# cuobjdump + nvdisasm (the SASS tests): pip wheels, as pyproject's `sass` extra names them, for a
+# .venv made before that extra existed.
+if ! "$BIN/python" -c 'import os; from annotate.harness.toolchain import find_binary_tools; find_binary_tools(None, os.environ)' 2>/dev/null; then
+  echo "== installing cuobjdump + nvdisasm (pyproject extra: sass) =="
+  "$BIN/python" -m pip install -q -e '.[sass]'
+fi
+
 # Debian's Chromium + driver for the browser tests (Playwright/Selenium downloads cannot work here).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   if [ "$(id -u)" = 0 ]; then

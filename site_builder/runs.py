@@ -1,9 +1,11 @@
 """The harness results the site shows: each catalog kernel's spec and its run records.
 
 Torch-free on purpose: specs come from `annotate.harness.spec` (PyYAML only) and records from
-`annotate.harness.results.load_record` (json only); nothing here imports the runner, the
-builder or torch. Records are data written by a run (or by anyone with commit access), so every
-field is treated as untrusted text by the page model and the templates.
+`annotate.harness.record` (json only); nothing here imports the runner, the builder or torch.
+Records are data written by a run (or by anyone with commit access): each is read through the
+one bounded, tolerant reader (`read_record_json` + `RunRecord.from_json`), so a record that is
+too large, too deep or not JSON is one problem line on its kernel's page, never a failed build;
+every field is still treated as untrusted text by the page model and the templates.
 
 Which records (paths from `annotate.config`):
 - committed: `vendor_kernels/results/<kernel>.json` (the default device) and
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.config import Config
+from annotate.harness.record import RecordError, RunRecord, read_record_json
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,8 @@ class RecordFile:
     source: str  # "committed" | "local"
     device_dir: str  # "" for the default committed record and for local ones
     path: Path
-    record: dict  # as written by annotate.harness.runner (may be malformed: read defensively)
+    run: RunRecord  # the record, typed (unknown keys dropped, bad fields defaulted)
+    record: dict  # the same record's JSON object as written (bounded; fields may be malformed)
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,6 @@ def record_paths(config: Config, kernel: str) -> list[tuple[str, str, Path]]:
 def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
     """Every catalog kernel with its records; (runs, problems with specs that do not load)."""
     from annotate.errors import AnnotateError
-    from annotate.harness.results import load_record
     from annotate.harness.spec import kernel_names, load_spec
 
     runs, problems = [], []
@@ -101,16 +104,17 @@ def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
         recs, bad = [], []
         for source, ddir, path in record_paths(config, name):
             try:
-                rec = load_record(path)
-            except (OSError, ValueError) as exc:
-                bad.append(f"{path.name}: unreadable record ({exc.__class__.__name__})")
-                continue
-            if not isinstance(rec, dict):
-                bad.append(f"{path.name}: not a record")
-                continue
-            recs.append(RecordFile(source, ddir, path, rec))
+                recs.append(read_record_file(source, ddir, path))
+            except RecordError as exc:
+                bad.append(f"{path.name}: unreadable record ({exc.reason})")
         runs.append(KernelRuns(spec, tuple(recs), tuple(bad), harness_includes(spec)))
     return runs, problems
+
+
+def read_record_file(source: str, device_dir: str, path: Path) -> RecordFile:
+    """One record file; RecordError (one line) when it cannot be read at all."""
+    raw = read_record_json(path)
+    return RecordFile(source, device_dir, path, RunRecord.from_json(raw, where=str(path)), raw)
 
 
 def stat_paths(config: Config) -> list[Path]:

@@ -7,13 +7,16 @@ import dataclasses
 import pytest
 import yaml
 
-from annotate.config import Config
+from annotate.config import REPO_ROOT, Config
 from annotate.errors import AnnotateError, UsageError
-from annotate.harness.spec import REFERENCE_API, kernel_names, load_reference, load_spec, load_specs
+from annotate.harness.spec import (
+    REFERENCE_API, kernel_names, load_reference, load_spec, load_spec_dir, load_specs,
+)
 
 from harness_support import MINIMAL_SPEC, make_kernel
 
-CATALOG = ["decode_kernel", "flash_fwd", "merge_state", "prefill_kernel", "rmsnorm", "silu_and_mul"]
+# The catalog is the folders: adding a kernel is adding vendor_kernels/<name>/spec.yaml.
+CATALOG = sorted(p.parent.name for p in (REPO_ROOT / "vendor_kernels").glob("*/spec.yaml"))
 
 
 def _config(tmp_path, kernels_root):
@@ -21,8 +24,15 @@ def _config(tmp_path, kernels_root):
     return dataclasses.replace(cfg, repo_root=kernels_root.parent)
 
 
-def test_catalog_is_complete(tmp_config):
-    assert kernel_names(tmp_config) == CATALOG
+def test_catalog_is_the_folders_with_a_spec(tmp_path, tmp_config):
+    assert "decode_kernel" in kernel_names(tmp_config)  # a name the command-line contract fixes
+    root = tmp_path / "vendor_kernels"
+    make_kernel(root, name="toy")
+    make_kernel(root, dict(MINIMAL_SPEC, name="toy2"), name="toy2")
+    (root / "results").mkdir()
+    (root / "notes").mkdir()
+    (root / "notes" / "spec.yml").write_text("")
+    assert kernel_names(_config(tmp_path, root)) == ["toy", "toy2"]  # not common/, results/, notes/
 
 
 @pytest.mark.parametrize("name", CATALOG)
@@ -111,6 +121,33 @@ def test_invalid_yaml(tmp_path):
     (folder / "spec.yaml").write_text("name: [unclosed\n")
     with pytest.raises(AnnotateError, match="invalid YAML"):
         load_spec(_config(tmp_path, root), "toy")
+
+
+def test_no_list_of_kernels_outside_the_folders():
+    """device_run.sh takes the catalog from vendor_kernels/*/spec.yaml, and the launchers and
+    bindings keep no copy of what the common headers provide."""
+    script = (REPO_ROOT / "vendor_kernels" / "device_run.sh").read_text()
+    assert [k for k in CATALOG if k in script] == []
+    copied = ("ANNOTATE_DEFINE_ERROR_STRING", "switch (dtype_code)", "numel() ?", "cudaGetErrorString")
+    for f in (REPO_ROOT / "vendor_kernels").glob("*/*"):
+        if f.suffix in (".cu", ".cuh", ".cpp", ".h") and f.parent.name != "common":
+            text = f.read_text()
+            assert [c for c in copied if c in text] == [], f
+
+
+def test_a_copy_outside_the_catalog_loads_under_any_folder_name(tmp_path):
+    root = tmp_path / "vendor_kernels"
+    folder = make_kernel(root)
+    copy = tmp_path / "my-edited-toy"
+    copy.mkdir()
+    for f in folder.iterdir():
+        (copy / f.name).write_text(f.read_text())
+    spec = load_spec_dir(copy)
+    assert spec.name == "toy" and spec.folder == copy
+    with pytest.raises(AnnotateError, match="differs from its folder"):
+        load_spec_dir(copy, catalog=True)
+    with pytest.raises(AnnotateError, match="cannot read"):
+        load_spec_dir(tmp_path / "nowhere")
 
 
 def test_load_specs_lists_every_folder(tmp_path):

@@ -72,6 +72,29 @@ def test_unreadable_record_is_a_problem_not_a_crash(runs_config):
     assert kr.problems and "unreadable record" in kr.problems[0]
 
 
+def test_deeply_nested_record_is_one_problem_and_the_build_works(runs_config, tmp_path):
+    """A record under the cache's results nested far deeper than any record (json.loads alone
+    raises RecursionError on it): one problem line on the runs page, every other page built."""
+    path = runs_config.result_record("rmsnorm", "20261122T035000Z")
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 200_000 + "]" * 200_000)
+    (kr,), problems = load_runs(runs_config)
+    assert problems == [] and [rf.source for rf in kr.records] == ["committed", "committed"]
+    assert kr.problems == (f"{path.name}: unreadable record (nested deeper than 32 levels)",)
+    out = tmp_path / "site"
+    build_fixture_site(runs_config, out)
+    html = (out / "runs" / "rmsnorm.html").read_text()
+    assert "nested deeper than 32 levels" in html and "NVIDIA H200" in html
+    assert (out / "index.html").is_file()
+
+
+def test_records_are_typed_and_keep_their_json(runs_config):
+    (kr,), _ = load_runs(runs_config)
+    h100 = kr.records[0]
+    assert h100.run.device.name == "NVIDIA H100 80GB HBM3" and h100.run.seed == 1234
+    assert h100.record == json.loads(h100.path.read_text())  # what the page views read today
+
+
 def test_site_modules_do_not_import_torch(runs_config):
     code = ("import sys; from pathlib import Path; from annotate.config import Config; "
             "import site_builder.build, site_builder.pages, site_builder.render; "

@@ -10,7 +10,8 @@ set -u
 export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-16} COLUMNS=${COLUMNS:-200}
 OUT=${OUT:-/tmp/annotate-out}
 mkdir -p "$OUT"
-KERNELS=${*:-decode_kernel rmsnorm silu_and_mul merge_state prefill_kernel flash_fwd}
+# The catalog is the folders holding a spec.yaml (what `annotate run --list` lists).
+KERNELS=${*:-$(for spec in vendor_kernels/*/spec.yaml; do basename "$(dirname "$spec")"; done)}
 now() { python3 -c 'import time; print(f"{time.time():.2f}")'; }
 {
   nvidia-smi

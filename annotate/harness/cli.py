@@ -46,59 +46,72 @@ def handle(args: argparse.Namespace, config: Config) -> int:
     if not args.kernel:
         raise UsageError("name a kernel (or --list)", hint="annotate run --list")
     spec = load_spec(config, args.kernel)
-    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()] if args.shapes else None
+    shapes = tuple(s.strip() for s in args.shapes.split(",") if s.strip()) if args.shapes else None
     if shapes:
-        spec.select(shapes)  # unknown names -> UsageError before any work
-
+        spec.select(list(shapes))  # unknown names -> UsageError before any work
     if args.compile_only:
-        from annotate.harness.build import compile_only
-        from annotate.harness.results import compile_only_json, print_compile_only
-
-        result = compile_only(config, spec, arch=args.arch or "90")
-        if args.json:
-            print(json.dumps(compile_only_json(result), indent=1))
-        else:
-            print_compile_only(result)
-        return 0
-
-    from annotate.harness.runner import RunOptions, build_only, run_kernel
-
+        return _compile_only(config, spec, args)
     if args.build_only:
-        info = build_only(config, spec, verbose=args.verbose)
-        print(json.dumps(info) if args.json else
-              f"{spec.name}: {'cache hit' if info['cached'] else 'built'} in {info['wall_s']} s -> {info['directory']}")
-        return 0
+        return _build_only(config, spec, args)
+    return _run(config, spec, shapes, args)
 
-    record = run_kernel(config, spec, RunOptions(shapes=shapes, seed=args.seed, do_time=not args.no_time,
-                                                 trials=args.trials, verbose=args.verbose))
+
+def command_line(args: argparse.Namespace) -> str:
+    """The `annotate run` command that replays this run's inputs (recorded in the record)."""
+    parts = ["annotate", "run", args.kernel]
+    if args.shapes:
+        parts += ["--shapes", args.shapes]
+    if args.seed is not None:
+        parts += ["--seed", str(args.seed)]
+    if args.trials is not None:
+        parts += ["--trials", str(args.trials)]
+    if args.no_time:
+        parts.append("--no-time")
+    return " ".join(parts)
+
+
+def _compile_only(config: Config, spec, args: argparse.Namespace) -> int:
+    from annotate.harness.nvcc import compile_only
+    from annotate.harness.results import print_compile_only
+
+    result = compile_only(config, spec, arch=args.arch or "90")
     if args.json:
-        print(json.dumps(record, indent=1, default=str))
+        print(json.dumps(result.to_json(), indent=1))
     else:
-        from annotate.harness.results import print_record
-
-        print_record(record)
-    if not record["passed"]:
-        worst = _worst(record)
-        print(f"annotate: {spec.name}: verification FAILED{': ' + worst if worst else ''} "
-              f"(replay with --seed {record['seed']})", file=sys.stderr)
-        return 1
+        print_compile_only(result)
     return 0
 
 
-def _worst(record: dict) -> str:
-    entries = list(record.get("checks", [])) + [t["check"] for t in record.get("timings", [])]
-    for e in entries:
-        if e.get("passed"):
-            continue
-        if e.get("error"):
-            return f"{e['shape']}: {e['error']}"
-        for o in e.get("outputs", []):
-            if not o["passed"]:
-                idx = ", ".join(str(i) for i in o["worst_index"])
-                return (f"{e['shape']} (seed {e['seed']}): {o['output']}[{idx}] = {o['worst_got']} "
-                        f"vs {o['worst_want']}; rel_l2 {o['rel_l2']}, max_abs {o['max_abs']}"
-                        + (f", {o['nonfinite']} NaN/inf" if o["nonfinite"] else ""))
-    return ""
+def _build_only(config: Config, spec, args: argparse.Namespace) -> int:
+    from annotate.harness.runner import build_only
+
+    build, wall = build_only(config, spec, verbose=args.verbose)
+    if args.json:
+        print(json.dumps({"kernel": spec.name, "wall_s": round(wall, 2), **build.to_json()}))
+    else:
+        print(f"{spec.name}: {'cache hit' if build.cached else 'built'} in {wall:.2f} s -> {build.directory}")
+    return 0
+
+
+def _run(config: Config, spec, shapes: tuple[str, ...] | None, args: argparse.Namespace) -> int:
+    from annotate.harness.record import record_text
+    from annotate.harness.runner import RunOptions, run_kernel
+
+    record, path = run_kernel(config, spec, RunOptions(
+        shapes=shapes, seed=args.seed, do_time=not args.no_time, trials=args.trials,
+        verbose=args.verbose, command=command_line(args)))
+    if args.json:
+        print(record_text(record), end="")
+    else:
+        from annotate.harness.results import print_record
+
+        print_record(record, path)
+    if not record.passed:
+        worst = record.first_failure()
+        print(f"annotate: {spec.name}: verification FAILED{': ' + worst if worst else ''} "
+              f"(replay with --seed {record.seed}); record: {path}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _list(config: Config, as_json: bool) -> int:
@@ -111,13 +124,9 @@ def _list(config: Config, as_json: bool) -> int:
                            "check": [c.name for c in s.check], "time": [t.name for t in s.time]}
                           for s in specs], indent=1))
         return 0
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # pragma: no cover - rich is a dependency, keep --list usable anyway
-        for s in specs:
-            print(f"{s.name:16} {s.upstream:16} {', '.join(s.symbols)}")
-        return 0
+    from rich.console import Console
+    from rich.table import Table
+
     t = Table(title="kernel harnesses (vendor_kernels/)")
     for col in ("name", "upstream", "runs", "dtypes", "shapes (check/time)"):
         t.add_column(col, overflow="fold")

@@ -53,7 +53,7 @@ def target(kernel: str, shape_name: str) -> int:
     import torch
 
     from annotate.config import Config
-    from annotate.harness.build import ensure_built
+    from annotate.harness.jit import ensure_built
     from annotate.harness.runner import gpu_arch
     from annotate.harness.spec import load_reference, load_spec
 

@@ -1,9 +1,11 @@
-"""Rendering run records and compile-only reports as rich tables (and Markdown for the docs)."""
+"""Run records and compile-only reports as rich tables in the terminal (the `--json` output is
+the same objects' to_json)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import math
+
+from annotate.harness.record import CheckResult, RunRecord
 
 
 def _fmt(x, spec: str = ".3g", none: str = "—") -> str:
@@ -14,69 +16,78 @@ def _fmt(x, spec: str = ".3g", none: str = "—") -> str:
     return format(x, spec)
 
 
-def check_rows(record: dict) -> list[list[str]]:
+def _worst(c: CheckResult, attr: str):
+    """The largest error over a check's outputs; "inf/nan" when one is not finite."""
+    vals = [getattr(o, attr) for o in c.outputs]
+    if any(v is None or not math.isfinite(v) for v in vals):
+        return "inf/nan"
+    return max(vals, default=None)
+
+
+def check_rows(record: RunRecord) -> list[list[str]]:
     rows = []
-    for c in record.get("checks", []):
-        outs = c.get("outputs") or []
-        rel = max((o["rel_l2"] for o in outs if isinstance(o["rel_l2"], (int, float))), default=None)
-        mab = max((o["max_abs"] for o in outs if isinstance(o["max_abs"], (int, float))), default=None)
-        if any(not isinstance(o["rel_l2"], (int, float)) for o in outs):
-            rel = "inf/nan"
-        status = "ok" if c["passed"] else ("ERROR: " + c["error"] if c.get("error") else "MISMATCH")
-        rows.append([c["shape"], str(c.get("trial", "")), _fmt(rel, ".2e"), _fmt(mab, ".2e"), status])
+    for c in record.checks:
+        rel = _worst(c, "rel_l2")
+        mab = max((o.max_abs for o in c.outputs if o.max_abs is not None and math.isfinite(o.max_abs)),
+                  default=None)
+        status = "ok" if c.passed else ("ERROR: " + c.error if c.error else "MISMATCH")
+        rows.append([_fmt(c.shape), _fmt(c.trial, "d", ""), _fmt(rel, ".2e"), _fmt(mab, ".2e"), status])
     return rows
 
 
-def timing_rows(record: dict) -> list[list[str]]:
+def timing_rows(record: RunRecord) -> list[list[str]]:
     rows = []
-    for t in record.get("timings", []):
-        if "kernel" not in t:  # cut short by a CUDA error
+    for t in record.timings:
+        if t.kernel is None:  # cut short by a CUDA error
             continue
-        outs = t["check"].get("outputs") or []
-        rel = max((o["rel_l2"] for o in outs if isinstance(o["rel_l2"], (int, float))), default=None)
-        rate = f"{t['TFLOPs']:.1f} TFLOP/s" if t.get("bound") == "compute" else f"{t['GBps']:.0f} GB/s"
+        outs = t.check.outputs if t.check else ()
+        rel = max((o.rel_l2 for o in outs if o.rel_l2 is not None and math.isfinite(o.rel_l2)), default=None)
+        rate = f"{_fmt(t.tflops, '.1f')} TFLOP/s" if t.bound == "compute" else f"{_fmt(t.gbps, '.0f')} GB/s"
         rows.append([
-            t["shape"], _fmt(rel, ".1e"), f"{t['kernel']['median_us']:.1f}", rate,
-            f"{t['pct_peak']:.0f}%", _fmt(t.get("torch_us"), ".1f"),
-            _fmt(t.get("torch_vs_kernel"), ".2f"),
+            _fmt(t.shape), _fmt(rel, ".1e"), _fmt(t.kernel.median_us, ".1f"), rate,
+            f"{_fmt(t.pct_peak, '.0f')}%", _fmt(t.torch_us, ".1f"), _fmt(t.torch_vs_kernel, ".2f"),
         ])
     return rows
 
 
-def print_record(record: dict, console=None) -> None:
+def print_record(record: RunRecord, path=None, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = console or Console()
-    dev = record.get("device", {})
-    build = record.get("build", {})
-    console.print(f"[bold]{record['kernel']}[/] — {record.get('title', '')}")
-    console.print(f"  device {dev.get('name')} (driver {dev.get('driver')}), torch {dev.get('torch')}, "
-                  f"CUDA {dev.get('cuda')}; seed {record['seed']}")
-    pins = ", ".join(f"{k}@{v[:12]}" for k, v in record.get("pins", {}).items())
-    console.print(f"  pins {pins}; build {'cache hit' if build.get('cached') else 'compiled'} "
-                  f"(load {build.get('load_s', 0):.2f} s, compile {_fmt(build.get('compile_s'), '.1f')} s)")
-    if record.get("peaks"):
-        p = record["peaks"]
-        console.print(f"  measured peaks: copy {p['copy_GBps']:.0f} GB/s, bf16 matmul {p['bf16_TFLOPs']:.0f} TFLOP/s")
-    if record.get("checks"):
+    dev = record.device
+    build = record.build
+    console.print(f"[bold]{record.kernel}[/] — {record.title or ''}")
+    if dev is not None:
+        console.print(f"  device {dev.name} (driver {dev.driver}), torch {dev.torch}, "
+                      f"CUDA {dev.cuda}; seed {record.seed}")
+    pins = ", ".join(f"{k}@{str(v)[:12]}" for k, v in record.pins.items())
+    if build is not None:
+        console.print(f"  pins {pins}; build {'cache hit' if build.cached else 'compiled'} "
+                      f"(load {_fmt(build.load_s, '.2f')} s, compile {_fmt(build.compile_s, '.1f')} s)")
+    if record.peaks is not None:
+        p = record.peaks
+        console.print(f"  measured peaks: copy {_fmt(p.copy_gbps, '.0f')} GB/s, "
+                      f"bf16 matmul {_fmt(p.bf16_tflops, '.0f')} TFLOP/s")
+    if record.checks:
         t = Table(title="verification (float64 reference)")
         for col in ("shape", "trial", "rel L2", "max abs", "status"):
             t.add_column(col)
         for row in check_rows(record):
             t.add_row(*row, style=None if row[-1] == "ok" else "bold red")
         console.print(t)
-    if record.get("timings"):
-        t = Table(title=f"timing (median, L2 flushed; % of measured {'copy bandwidth' if record.get('bound') == 'memory' else 'bf16 matmul'})")
+    if record.timings:
+        peak = "copy bandwidth" if record.bound == "memory" else "bf16 matmul"
+        t = Table(title=f"timing (median, L2 flushed; % of measured {peak})")
         for col in ("shape", "rel L2", "µs", "rate", "% peak", "torch µs", "torch/kernel"):
             t.add_column(col, justify="right" if col not in ("shape",) else "left")
         for row in timing_rows(record):
             t.add_row(*row)
         console.print(t)
-    if record.get("fatal"):
-        console.print(f"  [bold red]stopped by a CUDA error:[/] {record['fatal']}")
-    status = "[green]PASSED[/]" if record["passed"] else "[bold red]FAILED[/]"
-    console.print(f"  {status}; record: {record.get('_path', '')}")
+    if record.fatal:
+        console.print(f"  [bold red]stopped by a CUDA error:[/] {record.fatal}")
+    status = "[green]PASSED[/]" if record.passed else "[bold red]FAILED[/]"
+    console.print(f"  {status}; record: {path or ''}")
 
 
 def print_compile_only(result, console=None) -> None:
@@ -94,34 +105,3 @@ def print_compile_only(result, console=None) -> None:
                   _fmt(k.stack, "d"), f"{_fmt(k.spill_stores, 'd')}/{_fmt(k.spill_loads, 'd')}")
     console.print(t)
     console.print(f"  objects and ptxas logs in {result.directory}")
-
-
-def compile_only_json(result) -> dict:
-    from dataclasses import asdict
-
-    d = asdict(result)
-    d["kernels"] = [asdict(k) for k in result.kernels]
-    return d
-
-
-def markdown_table(records: list[dict]) -> str:
-    """kernel × shape × error × time × % of peak × PyTorch time, for docs/harness.md."""
-    lines = ["| kernel | shape | rel. L2 error | max abs error | time (µs) | rate | % of peak | PyTorch (µs) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in records:
-        for t in r.get("timings", []):
-            if "kernel" not in t:
-                continue
-            outs = t["check"].get("outputs") or []
-            rel = max((o["rel_l2"] for o in outs), default=None)
-            mab = max((o["max_abs"] for o in outs), default=None)
-            rate = f"{t['TFLOPs']:.1f} TFLOP/s" if t.get("bound") == "compute" else f"{t['GBps']:.0f} GB/s"
-            peak = "copy" if t.get("bound") == "memory" else "bf16 mm"
-            lines.append(f"| {r['kernel']} | {t['shape']} | {_fmt(rel, '.1e')} | {_fmt(mab, '.1e')} | "
-                         f"{t['kernel']['median_us']:.1f} | {rate} | {t['pct_peak']:.0f}% of {peak} | "
-                         f"{_fmt(t.get('torch_us'), '.1f')} |")
-    return "\n".join(lines) + "\n"
-
-
-def load_record(path: Path) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))

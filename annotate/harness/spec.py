@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -44,9 +44,6 @@ class Shape:
             return self.params[key]
         except KeyError:
             raise AnnotateError(f"shape '{self.name}' has no '{key}'") from None
-
-    def label(self) -> str:
-        return self.name
 
 
 @dataclass(frozen=True)
@@ -83,7 +80,6 @@ class KernelSpec:
     check: tuple[Shape, ...]
     time: tuple[Shape, ...]
     notes: str = ""
-    _raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def spec_file(self) -> Path:
@@ -105,9 +101,6 @@ class KernelSpec:
         if dtype not in self.tolerance:
             raise AnnotateError(f"{self.spec_file}: no tolerance for dtype '{dtype}'")
         return self.tolerance[dtype]
-
-    def shapes(self, which: str) -> tuple[Shape, ...]:
-        return self.check if which == "check" else self.time
 
     def select(self, names: list[str] | None) -> tuple[tuple[Shape, ...], tuple[Shape, ...]]:
         """The check and time shapes named in `names` (all when None); unknown names -> UsageError."""
@@ -155,17 +148,7 @@ def _str_tuple(d: dict, key: str, where: str, required: bool = False) -> tuple[s
     return tuple(val)
 
 
-def parse_spec(raw: object, folder: Path) -> KernelSpec:
-    """Validate one spec mapping. Errors name the file and the key."""
-    where = str(folder / SPEC_FILE)
-    if not isinstance(raw, dict):
-        raise AnnotateError(f"{where}: expected a mapping")
-    for key in ("name", "upstream", "sources", "binding", "dtypes", "tolerance", "check"):
-        if key not in raw:
-            raise AnnotateError(f"{where}: missing key '{key}'")
-    name = str(raw["name"])
-    if name != folder.name:
-        raise AnnotateError(f"{where}: name '{name}' differs from its folder '{folder.name}'")
+def _tolerances(raw: dict, where: str) -> tuple[tuple[str, ...], dict[str, Tolerance]]:
     tol: dict[str, Tolerance] = {}
     for dtype, t in (raw.get("tolerance") or {}).items():
         try:
@@ -176,16 +159,22 @@ def parse_spec(raw: object, folder: Path) -> KernelSpec:
     missing = [d for d in dtypes if d not in tol]
     if missing:
         raise AnnotateError(f"{where}: no tolerance for dtype(s) {', '.join(missing)}")
+    return dtypes, tol
+
+
+def _includes(raw: dict, where: str) -> tuple[Include, ...]:
     includes = []
     for inc in _str_tuple(raw, "includes", where):
         up, sep, path = inc.partition(":")
         if not sep:
             raise AnnotateError(f"{where}: include '{inc}' must be UPSTREAM:PATH")
         includes.append(Include(upstream=up, path=path.strip("/")))
-    bound = str(raw.get("bound", "memory"))
-    if bound not in ("memory", "compute"):
-        raise AnnotateError(f"{where}: bound must be 'memory' or 'compute', not '{bound}'")
-    std = str(raw.get("std", "c++17"))
+    return tuple(includes)
+
+
+def _shapes(raw: dict, where: str, dtypes: tuple[str, ...]) -> tuple[tuple[Shape, ...], tuple[Shape, ...]]:
+    """The check and time shapes; `dtype` defaults to the first dtype; a name listed in both
+    must mean the same sizes."""
     defaults = {"dtype": dtypes[0]}
     check = _shape_list(raw.get("check"), f"{where}: check", defaults)
     time = _shape_list(raw.get("time"), f"{where}: time", defaults)
@@ -193,12 +182,30 @@ def parse_spec(raw: object, folder: Path) -> KernelSpec:
         if s.params["dtype"] not in dtypes:
             raise AnnotateError(f"{where}: shape '{s.name}' uses dtype '{s.params['dtype']}' "
                                 f"not in dtypes {list(dtypes)}")
-    clash = {s.name for s in check} & {s.name for s in time}
-    for n in clash:
-        a = next(s for s in check if s.name == n)
-        b = next(s for s in time if s.name == n)
-        if a.params != b.params:
-            raise AnnotateError(f"{where}: shape '{n}' is listed in check and time with different sizes")
+    timed = {s.name: s for s in time}
+    for a in check:
+        if a.name in timed and a.params != timed[a.name].params:
+            raise AnnotateError(f"{where}: shape '{a.name}' is listed in check and time with different sizes")
+    return check, time
+
+
+def parse_spec(raw: object, folder: Path, *, catalog: bool = True) -> KernelSpec:
+    """Validate one spec mapping. Errors name the file and the key. In the catalog
+    (vendor_kernels/) a spec's name is its folder's; elsewhere (a copy being edited) it need not be."""
+    where = str(folder / SPEC_FILE)
+    if not isinstance(raw, dict):
+        raise AnnotateError(f"{where}: expected a mapping")
+    for key in ("name", "upstream", "sources", "binding", "dtypes", "tolerance", "check"):
+        if key not in raw:
+            raise AnnotateError(f"{where}: missing key '{key}'")
+    name = str(raw["name"])
+    if catalog and name != folder.name:
+        raise AnnotateError(f"{where}: name '{name}' differs from its folder '{folder.name}'")
+    dtypes, tol = _tolerances(raw, where)
+    bound = str(raw.get("bound", "memory"))
+    if bound not in ("memory", "compute"):
+        raise AnnotateError(f"{where}: bound must be 'memory' or 'compute', not '{bound}'")
+    check, time = _shapes(raw, where, dtypes)
     spec = KernelSpec(
         name=name,
         title=str(raw.get("title", name)),
@@ -209,10 +216,10 @@ def parse_spec(raw: object, folder: Path) -> KernelSpec:
         sources=_str_tuple(raw, "sources", where, required=True),
         binding=str(raw["binding"]),
         headers=_str_tuple(raw, "headers", where),
-        includes=tuple(includes),
+        includes=_includes(raw, where),
         system_headers=_str_tuple(raw, "system_headers", where),
         torch_headers=bool(raw.get("torch_headers", False)),
-        std=std,
+        std=str(raw.get("std", "c++17")),
         defines={str(k): ("" if v is None else str(v)) for k, v in (raw.get("defines") or {}).items()},
         nvcc_flags=_str_tuple(raw, "nvcc_flags", where),
         instantiate={str(k): str(v) for k, v in (raw.get("instantiate") or {}).items()},
@@ -224,7 +231,6 @@ def parse_spec(raw: object, folder: Path) -> KernelSpec:
         check=check,
         time=time,
         notes=str(raw.get("notes", "")),
-        _raw=raw,
     )
     for rel in (*spec.sources, spec.binding, *spec.headers):
         if not (folder / rel).is_file():
@@ -241,16 +247,25 @@ def kernel_names(config: Config) -> list[str]:
 
 
 def load_spec(config: Config, name: str) -> KernelSpec:
+    """A catalog kernel: vendor_kernels/<name>/spec.yaml."""
     folder = config.kernels_dir / name
-    path = folder / SPEC_FILE
-    if not path.is_file():
+    if not (folder / SPEC_FILE).is_file():
         raise UsageError(f"unknown kernel '{name}'",
                          hint="known kernels: " + (", ".join(kernel_names(config)) or "(none)"))
+    return load_spec_dir(folder, catalog=True)
+
+
+def load_spec_dir(folder: Path, *, catalog: bool = False) -> KernelSpec:
+    """The spec in any folder holding a spec.yaml and the files it names (a catalog folder, or
+    a copy of one being edited elsewhere)."""
+    path = folder / SPEC_FILE
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AnnotateError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
     except yaml.YAMLError as exc:
         raise AnnotateError(f"{path}: invalid YAML: {exc}") from None
-    return parse_spec(raw, folder)
+    return parse_spec(raw, folder, catalog=catalog)
 
 
 def load_specs(config: Config) -> list[KernelSpec]:

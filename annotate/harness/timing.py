@@ -4,30 +4,8 @@ timed launch, median of many. Also the device's own ceilings, measured in the sa
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
 
-
-@dataclass(frozen=True)
-class Timing:
-    median_us: float
-    p10_us: float
-    p90_us: float
-    reps: int
-
-    def to_json(self) -> dict:
-        return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
-
-
-@dataclass(frozen=True)
-class Peaks:
-    copy_gbps: float  # device-to-device copy, bytes read + written per second / 1e9
-    bf16_tflops: float  # large bf16 matmul
-    copy_bytes: int
-    matmul_n: int
-
-    def to_json(self) -> dict:
-        return {"copy_GBps": round(self.copy_gbps, 1), "bf16_TFLOPs": round(self.bf16_tflops, 1),
-                "copy_bytes": self.copy_bytes, "matmul_n": self.matmul_n}
+from annotate.harness.record import Peaks, Timing
 
 
 class L2Flusher:

@@ -7,48 +7,9 @@ a wrong reference or a skipped launch (an output left NaN-poisoned) is caught.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
 
+from annotate.harness.record import Comparison
 from annotate.harness.spec import Tolerance
-
-
-@dataclass(frozen=True)
-class Comparison:
-    output: str
-    rel_l2: float
-    max_abs: float
-    worst_index: tuple[int, ...]
-    worst_got: float
-    worst_want: float
-    nonfinite: int  # elements of the kernel's output that are NaN/inf (e.g. never written)
-    numel: int
-    tol: Tolerance
-    passed: bool
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["worst_index"] = list(self.worst_index)
-        d["tol"] = {"rel_l2": self.tol.rel_l2, "max_abs": self.tol.max_abs}
-        for k in ("rel_l2", "max_abs", "worst_got", "worst_want"):
-            d[k] = _json_float(d[k])
-        return d
-
-    def describe(self) -> str:
-        idx = "[" + ", ".join(str(i) for i in self.worst_index) + "]"
-        text = (f"{self.output}: rel_l2 {self.rel_l2:.3g} (tol {self.tol.rel_l2:.3g}), "
-                f"max_abs {self.max_abs:.3g} (tol {self.tol.max_abs:.3g}); worst at {self.output}{idx}: "
-                f"got {self.worst_got:.6g}, want {self.worst_want:.6g}")
-        if self.nonfinite:
-            text += f"; {self.nonfinite} of {self.numel} elements are NaN/inf (not written?)"
-        return text
-
-
-def _json_float(x: float):
-    if x != x:
-        return "nan"
-    if x in (float("inf"), float("-inf")):
-        return "inf" if x > 0 else "-inf"
-    return x
 
 
 def poison(tensor) -> None:

@@ -1,23 +1,43 @@
-// Shared by every launcher and binding under vendor_kernels/: plain C++ only, so that a
-// binding (.cpp, compiled against torch) and a launcher (.cu, compiled against the pinned
-// upstream headers) agree on how a launch reports failure without sharing any headers.
+// Shared by every launcher under vendor_kernels/ (plain C++ and CUDA, no torch): how a launch
+// reports its status, and the element-type dispatch of launchers that instantiate two dtypes.
+// A binding (.cpp, compiled against torch) shares nothing with a launcher but the launcher's
+// own interface header (plain C++) and the convention here: 0 is success, anything else a
+// cudaError_t value (annotate_binding.h names it).
 #pragma once
-
-// A launch returns 0 on success, otherwise a cudaError_t value; this names it.
-const char* annotate_error_string(int status);
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
-// Define once per extension (in exactly one launcher .cu: the one that sets
-// ANNOTATE_DEFINE_ERROR_STRING before including this header).
-#ifdef ANNOTATE_DEFINE_ERROR_STRING
-const char* annotate_error_string(int status) {
-  return cudaGetErrorString(static_cast<cudaError_t>(status));
-}
-#endif
+
+#include "instantiation.h"
+
 // The launch itself can succeed while the kernel launch failed (bad configuration): ask.
 static inline int annotate_status(cudaError_t launched) {
   if (launched != cudaSuccess) return static_cast<int>(launched);
   return static_cast<int>(cudaGetLastError());
 }
+
+// A type carried as a value, so that a generic lambda can take it.
+template <typename T>
+struct annotate_type {
+  using type = T;
+};
+
+#ifdef ANNOTATE_DTYPE_0
+// fn(annotate_type<T>{}) for the element type the binding's dtype code names (0 = the spec's
+// DTYPE_0, 1 = DTYPE_1 where the spec instantiates one); cudaErrorInvalidValue otherwise.
+// Only these types are instantiated.
+template <typename Fn>
+int annotate_dispatch_dtype(int dtype_code, Fn&& fn) {
+  switch (dtype_code) {
+    case 0:
+      return fn(annotate_type<ANNOTATE_DTYPE_0>{});
+#ifdef ANNOTATE_DTYPE_1
+    case 1:
+      return fn(annotate_type<ANNOTATE_DTYPE_1>{});
+#endif
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+#endif
 #endif

@@ -11,10 +11,9 @@ void single_decode_py(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch::
   ANNOTATE_CHECK_TENSOR(v, kDType);
   ANNOTATE_CHECK_TENSOR(o, kDType);
   TORCH_CHECK(k.dim() == 3 && q.dim() == 2, "q [Hq, D], k/v [L, Hkv, D]");
-  void* tmp_ptr = tmp.numel() ? tmp.data_ptr() : nullptr;
-  annotate_raise(single_decode(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), tmp_ptr,
-                               k.size(0), q.size(0), k.size(1), (float)sm_scale,
-                               annotate_stream(stream)),
+  annotate_raise(single_decode(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                               annotate_optional_ptr(tmp), k.size(0), q.size(0), k.size(1),
+                               (float)sm_scale, annotate_stream(stream)),
                  "SingleDecodeWithKVCacheDispatched");
 }
 

@@ -7,9 +7,8 @@
 #include <flashinfer/attention/default_decode_params.cuh>
 #include <flashinfer/attention/variants.cuh>
 
-#include "instantiation.h"
-#define ANNOTATE_DEFINE_ERROR_STRING
 #include "annotate_launcher.h"
+#include "instantiation.h"
 #include "launcher.h"
 
 using namespace flashinfer;

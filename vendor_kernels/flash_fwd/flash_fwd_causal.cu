@@ -1,5 +1,4 @@
 // flash_fwd_kernel with Is_causal = true (see launcher_impl.cuh).
-#define ANNOTATE_DEFINE_ERROR_STRING
 #include "launcher_impl.cuh"
 
 int flash_fwd_causal(void* q, void* k, void* v, void* o, float* lse, int b, int seqlen_q,

@@ -2,9 +2,8 @@
 // (attention/cascade.cuh), which dispatches on head_dim and launches one block per position.
 #include <flashinfer/attention/cascade.cuh>
 
-#include "instantiation.h"
-#define ANNOTATE_DEFINE_ERROR_STRING
 #include "annotate_launcher.h"
+#include "instantiation.h"
 #include "launcher.h"
 
 using namespace flashinfer;

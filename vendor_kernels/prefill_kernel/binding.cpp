@@ -9,11 +9,10 @@ void single_prefill_py(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch:
   ANNOTATE_CHECK_TENSOR(v, torch::kHalf);
   ANNOTATE_CHECK_TENSOR(o, torch::kHalf);
   TORCH_CHECK(q.dim() == 3 && k.dim() == 3, "q [qo_len, Hq, D], k/v [kv_len, Hkv, D]");
-  void* tmp_ptr = tmp.numel() ? tmp.data_ptr() : nullptr;
   auto fn = causal ? &single_prefill_causal : &single_prefill_noncausal;
   annotate_raise(fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), /*lse=*/nullptr,
-                    tmp_ptr, q.size(0), k.size(0), q.size(1), k.size(1), (float)sm_scale,
-                    annotate_stream(stream)),
+                    annotate_optional_ptr(tmp), q.size(0), k.size(0), q.size(1), k.size(1),
+                    (float)sm_scale, annotate_stream(stream)),
                  "SinglePrefillWithKVCacheDispatched");
 }
 

@@ -1,5 +1,4 @@
 // SinglePrefillWithKVCacheKernel with MaskMode::kCausal (see launcher_impl.cuh).
-#define ANNOTATE_DEFINE_ERROR_STRING
 #include "launcher_impl.cuh"
 
 int single_prefill_causal(void* q, void* k, void* v, void* o, float* lse, void* tmp,

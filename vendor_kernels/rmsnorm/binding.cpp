@@ -2,12 +2,6 @@
 #include "annotate_binding.h"
 #include "launcher.h"
 
-static int dtype_code(const torch::Tensor& t) {
-  if (t.scalar_type() == torch::kHalf) return 0;
-  if (t.scalar_type() == torch::kBFloat16) return 1;
-  TORCH_CHECK(false, "rmsnorm: unsupported dtype ", t.scalar_type());
-}
-
 void rmsnorm_py(torch::Tensor input, torch::Tensor weight, torch::Tensor output, double eps,
                 int64_t stream) {
   const auto dt = input.scalar_type();
@@ -15,9 +9,9 @@ void rmsnorm_py(torch::Tensor input, torch::Tensor weight, torch::Tensor output,
   ANNOTATE_CHECK_TENSOR(weight, dt);
   ANNOTATE_CHECK_TENSOR(output, dt);
   TORCH_CHECK(input.dim() == 2, "input [batch, d]");
-  annotate_raise(rmsnorm(dtype_code(input), input.data_ptr(), weight.data_ptr(),
-                         output.data_ptr(), input.size(0), input.size(1), input.stride(0),
-                         output.stride(0), (float)eps, annotate_stream(stream)),
+  annotate_raise(rmsnorm(annotate_dtype_code(input, "rmsnorm"), input.data_ptr(),
+                         weight.data_ptr(), output.data_ptr(), input.size(0), input.size(1),
+                         input.stride(0), output.stride(0), (float)eps, annotate_stream(stream)),
                  "norm::RMSNorm");
 }
 

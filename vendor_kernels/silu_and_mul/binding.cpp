@@ -2,20 +2,15 @@
 #include "annotate_binding.h"
 #include "launcher.h"
 
-static int dtype_code(const torch::Tensor& t) {
-  if (t.scalar_type() == torch::kHalf) return 0;
-  if (t.scalar_type() == torch::kBFloat16) return 1;
-  TORCH_CHECK(false, "silu_and_mul: unsupported dtype ", t.scalar_type());
-}
-
 void silu_and_mul_py(torch::Tensor out, torch::Tensor input, int64_t stream) {
   const auto dt = input.scalar_type();
   ANNOTATE_CHECK_TENSOR(input, dt);
   ANNOTATE_CHECK_TENSOR(out, dt);
   TORCH_CHECK(input.dim() == 2 && out.dim() == 2 && input.size(1) == 2 * out.size(1),
               "input [n, 2d], out [n, d]");
-  annotate_raise(silu_and_mul(dtype_code(input), out.data_ptr(), input.data_ptr(), input.size(0),
-                              out.size(1), annotate_stream(stream)),
+  annotate_raise(silu_and_mul(annotate_dtype_code(input, "silu_and_mul"), out.data_ptr(),
+                              input.data_ptr(), input.size(0), out.size(1),
+                              annotate_stream(stream)),
                  "activation::act_and_mul_kernel<silu>");
 }
 

@@ -5,9 +5,8 @@
 // cudaLaunchKernelEx (programmatic stream serialisation off).
 #include <flashinfer/activation.cuh>
 
-#include "instantiation.h"
-#define ANNOTATE_DEFINE_ERROR_STRING
 #include "annotate_launcher.h"
+#include "instantiation.h"
 #include "launcher.h"
 
 using namespace flashinfer;
@@ -16,7 +15,7 @@ using namespace flashinfer;
 __device__ __forceinline__ float silu(const float& val) { return val / (1.0f + __expf(-val)); }
 
 template <typename T>
-static int run(void* out, void* input, uint32_t num_tokens, uint32_t d, void* stream) {
+static int launch(void* out, void* input, uint32_t num_tokens, uint32_t d, void* stream) {
   const uint32_t vec_size = 16 / sizeof(T);
   cudaLaunchConfig_t config = {};
   config.gridDim = num_tokens;
@@ -35,14 +34,7 @@ static int run(void* out, void* input, uint32_t num_tokens, uint32_t d, void* st
 
 int silu_and_mul(int dtype_code, void* out, void* input, uint32_t num_tokens, uint32_t d,
                  void* stream) {
-  switch (dtype_code) {
-    case 0:
-      return run<ANNOTATE_DTYPE_0>(out, input, num_tokens, d, stream);
-#ifdef ANNOTATE_DTYPE_1
-    case 1:
-      return run<ANNOTATE_DTYPE_1>(out, input, num_tokens, d, stream);
-#endif
-    default:
-      return static_cast<int>(cudaErrorInvalidValue);
-  }
+  return annotate_dispatch_dtype(dtype_code, [&](auto type) {
+    return launch<typename decltype(type)::type>(out, input, num_tokens, d, stream);
+  });
 }
