@@ -70,9 +70,9 @@ def test_flags_undo_torch_half_macros_and_name_the_arch(tmp_config):
 
 
 def test_instantiation_header_and_staging(tmp_path, tmp_config):
-    spec = load_spec(tmp_config, "decode_kernel")
+    spec = load_spec(tmp_config, "merge_state")
     text = staging.instantiation_header(spec)
-    assert "#define ANNOTATE_DTYPE half" in text and "#define ANNOTATE_HEAD_DIM 128" in text
+    assert "#define ANNOTATE_DTYPE half" in text
     staged = staging.stage_sources(spec, tmp_path / "src")
     assert set(staged) >= {"launcher.cu", "binding.cpp", "launcher.h", "instantiation.h",
                            "annotate_launcher.h", "annotate_binding.h"}
