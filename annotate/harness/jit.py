@@ -60,7 +60,7 @@ def module_name(spec: KernelSpec, key: str) -> str:
 
 def plan_build(config: Config, spec: KernelSpec, arch: str, *, torch_version: str,
                cuda_version: str) -> JitPlan:
-    flags = staging.nvcc_flags(spec, arch)
+    flags = [*staging.nvcc_flags(spec, arch), *staging.LINEINFO_FLAGS]
     key = staging.build_key(pins=staging.spec_pins(config, spec), files=staging.staged_files(spec, config),
                             flags=flags, arch=arch, torch_version=torch_version,
                             cuda_version=cuda_version, route="torch")

@@ -27,6 +27,10 @@ UNDEF_HALF_FLAGS = (
     "-U__CUDA_NO_HALF2_OPERATORS__",
 )
 BASE_NVCC_FLAGS = ("-O3", "--expt-relaxed-constexpr", "-DNDEBUG")
+# What the GPU build adds: line tables, so Nsight Compute maps a profile to source lines
+# (`annotate profile`). They change no instruction: annotate.harness.sass.lineinfo_check
+# compares every catalog kernel's SASS with and without them.
+LINEINFO_FLAGS = ("-lineinfo",)
 INSTANTIATION_HEADER = "instantiation.h"
 # Bump when the staging/flag logic here changes in a way the inputs below don't capture.
 BUILD_LOGIC_VERSION = "1"
