@@ -178,10 +178,9 @@ class SassFunction(_Part):
     files: tuple[SassFile, ...] = _opt(default=())
 
     def short_name(self, width: int = 110) -> str:
-        from annotate.harness.ptxas import KernelResources
+        from annotate.harness.ptxas import short_kernel_name
 
-        return KernelResources(self.source, self.mangled, self.name, "", None, None, 0, None, None,
-                               None, None).short_name(width)
+        return short_kernel_name(self.name, width)
 
     def line(self, path: str, line: int) -> SassLine | None:
         for f in self.files:
