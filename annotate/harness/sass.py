@@ -5,8 +5,8 @@ The route (nvcc and the binary tools only, no GPU):
    plus line tables (-lineinfo changes no instruction: `lineinfo_check` compares both builds);
 2. `disasm.disassemble(cubin, line_info=True)`: `nvdisasm -g -gi`, where each instruction group
    follows its chain of source frames, innermost first (`//## File "...", line N inlined at ...`);
-3. `parse_disassembly` reads that text; `attribute` keeps, for each instruction, the frames that
-   lie in an upstream checkout of the pin (`SourceMap`), as `upstream:path` relative to the
+3. `parse_disassembly` reads that text; `upstream_frames` keeps, for each instruction, the frames
+   that lie in an upstream checkout of the pin (`SourceMap`), as `upstream:path` relative to the
    checkout root (`attention/../page.cuh` normalised). Toolkit frames (cooperative_groups.h,
    cuda_fp16.hpp) and the harness's own launcher fall through to the nearest upstream frame;
 4. `build_record` keeps the kernels the spec names (a cubin holds more, e.g. MergeStates) and
