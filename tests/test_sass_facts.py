@@ -47,6 +47,7 @@ def test_every_memory_rule_kind_has_a_signature_or_is_declared_unchecked():
     ("vector-access", "vec-t-load-store", "vec_t .load()", "LDG.E.128.CONSTANT", "LDG.E"),
     ("vector-access", "vec-t-load-store", "vec_t .store()", "STS.64", "STS"),
     ("atomic", "atomic", "atomicAdd", "RED.E.ADD.F32.FTZ.RN.STRONG.GPU", "LDG.E"),
+    ("atomic", "atomic", "atomicAdd", "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU", "REDUX.SUM"),  # sm_90's name
 ])
 def test_the_table_maps_facts_to_opcodes(kind, rule, detail, yes, no):
     sig = sf.load_table().signature(kind, rule, detail)
