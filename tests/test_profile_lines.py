@@ -157,3 +157,44 @@ def test_cli_folds_a_dump_without_a_gpu(tmp_path, capsys, monkeypatch):
     assert "unknown shape" in capsys.readouterr().err
     assert main(["profile", "decode_kernel", "--shape", "single-131072-h64-gqa8", "--details", str(csv)]) == 2
     assert "--details goes with --from-dump" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, why", [
+    (None, "No such file"), (b"{}", "not a gzip file"), (gzip.compress(b"{"), "not JSON"),
+    (gzip.compress(b'{"actions": 3}'), "not a profile dump"), (gzip.compress(b"[" * 20 + b"]" * 20), "nested deeper"),
+    (gzip.compress(b'{"actions": []}'), "holds no profiled kernel"),
+])
+def test_cli_a_bad_dump_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, content, why):
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(tmp_path / "cache"))
+    d = tmp_path / "d.json.gz"
+    if content is not None:
+        d.write_bytes(content)
+    assert main(["profile", "decode_kernel", "--shape", "single-131072-h64-gqa8", "--from-dump", str(d)]) == 1
+    err = capsys.readouterr().err
+    assert why in err and str(d) in err and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
+    assert not (tmp_path / "cache" / "results").exists()
+
+
+def test_cli_bad_side_files_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(tmp_path / "cache"))
+    d = tmp_path / "d.json.gz"
+    d.write_bytes(gzip.compress(json.dumps(_dump()).encode()))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"\xff\xfe")
+    for extra, why in [(["--sass", str(bad)], "invalid JSON"), (["--sass", str(tmp_path / "none.json")], "No such file"),
+                       (["--details", str(latin)], "not UTF-8"), (["--details", str(tmp_path / "none.csv")], "cannot read")]:
+        assert main(["profile", "decode_kernel", "--shape", "single-131072-h64-gqa8", "--from-dump", str(d), *extra]) == 1
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, extra
+
+
+def test_cli_without_ncu_says_so_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("NCU", raising=False)
+    assert main(["profile", "decode_kernel", "--shape", "single-131072-h64-gqa8"]) == 1
+    err = capsys.readouterr().err
+    assert "ncu was not found" in err and "--from-dump" in err and "Traceback" not in err
+    assert not (tmp_path / "cache" / "results").exists()

@@ -162,6 +162,19 @@ def test_cli_errors_are_one_line(capsys):
     assert "unknown kernel 'nope'" in capsys.readouterr().err
     assert main(["sass", "rmsnorm", "--line", "norm.cuh"]) == 2
     assert "expected FILE:LINE" in capsys.readouterr().err
+    # the arch names record files and build folders: nothing but a compute capability
+    for bad in ("../x", "abc", "9", "90;x"):
+        assert main(["sass", "rmsnorm", "--committed", "--arch", bad]) == 2
+        err = capsys.readouterr().err
+        assert "expected a compute capability" in err and len(err.strip().splitlines()) == 1
+    assert sass.parse_arch("sm_90a") == "90a" and sass.parse_arch("80") == "80"
+    for args, why in [(["--committed", "--save"], "drop --committed"), (["--identity", "-k", "x"], "--identity takes no"),
+                      (["--committed", "-k", "99"], "has 10 kernels"), (["--committed", "-k", "zzz"], "no kernel of rmsnorm"),
+                      (["--committed", "--line", "nothere.cuh:3"], "no code from a file named"),
+                      (["--committed", "--arch", "75"], "no committed SASS record for sm_75")]:
+        assert main(["sass", "rmsnorm", *args]) in (1, 2), args
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2, args
 
 
 def test_cli_reads_the_committed_record_without_nvcc(capsys):

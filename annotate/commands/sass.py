@@ -168,6 +168,7 @@ def cmd_sass(args: argparse.Namespace, config) -> int:
     from annotate.harness.spec import load_spec
 
     spec = load_spec(config, args.kernel)
+    args.arch = sass.parse_arch(args.arch)
     where = sass.parse_line_arg(args.line) if args.line else None  # bad FILE:LINE before any work
     if args.save and args.committed:
         raise UsageError("--save writes the committed record from a fresh one: drop --committed")
@@ -201,7 +202,7 @@ def cmd_sass(args: argparse.Namespace, config) -> int:
 
 def _save(config, record, report) -> None:
     from annotate.harness import sass
-    from annotate.harness.sassfacts import write_fact_report
+    from annotate.harness.sassfacts import committed_form, write_fact_report
     from annotate.harness.spec import load_spec
     from annotate.terminal import echo
 
@@ -212,7 +213,7 @@ def _save(config, record, report) -> None:
     echo(f"wrote {out} ({out.stat().st_size // 1024} KiB)", err=True)
     if report is not None:
         fout = sass.committed_facts_path(config, record.kernel, record.arch)
-        write_fact_report(fout, report)
+        write_fact_report(fout, committed_form(report))
         echo(f"wrote {fout} ({fout.stat().st_size // 1024} KiB)", err=True)
 
 

@@ -44,6 +44,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -140,7 +141,13 @@ def _instance(metric, i: int):
 
 def dump(report: Path, out: Path) -> dict:
     """Every action of `report`: summary metrics and, per SASS address, instanced counters."""
-    sys.path.insert(0, ncu_python_dir() or "")
+    where = ncu_python_dir()
+    if where is None:
+        from annotate.errors import AnnotateError
+
+        raise AnnotateError("Nsight Compute's Python module (extras/python/ncu_report.py) was not found",
+                            hint=f"the report is kept: {report}; fold it where ncu is installed")
+    sys.path.insert(0, where)
     import ncu_report  # noqa: PLC0415 - only on a machine with Nsight Compute
 
     ctx = ncu_report.load_report(str(report))
@@ -312,8 +319,10 @@ def read_dump(path: Path) -> dict:
     try:
         with gzip.open(path, "rb") as f:
             raw = f.read(MAX_DUMP_BYTES + 1)
-    except (OSError, EOFError) as exc:
-        raise RecordError(str(path), f"not a gzip file ({exc.__class__.__name__})") from None
+    except (gzip.BadGzipFile, EOFError):
+        raise RecordError(str(path), "not a gzip file (or a truncated one)") from None
+    except OSError as exc:  # missing, a folder, no permission
+        raise RecordError(str(path), exc.strerror or exc.__class__.__name__) from None
     if len(raw) > MAX_DUMP_BYTES:
         raise RecordError(str(path), f"larger than {MAX_DUMP_BYTES // 2**20} MiB uncompressed")
     try:
@@ -483,9 +492,12 @@ def run_profile(config, spec, shape: str, *, dump_file: str | None = None, detai
 
     upstreams = tuple(dict.fromkeys([spec.upstream, *(i.upstream for i in spec.includes)]))
     if dump_file is None:
+        ncu = shutil.which(config.environ.get("NCU", "ncu"), path=config.environ.get("PATH"))
+        if ncu is None:  # before any work folder is made
+            raise AnnotateError("annotate profile needs Nsight Compute: ncu was not found (PATH or $NCU)",
+                                hint="on a machine without a GPU, fold a dump taken on one: --from-dump DUMP.json.gz")
         work = config.results_dir() / "profiles" / f"{spec.name}.{shape}"
         work.mkdir(parents=True, exist_ok=True)
-        ncu = config.environ.get("NCU", "ncu")
         report = work / "report.ncu-rep"
         if collect(spec.name, shape, report, ncu) != 0 or not report.is_file():
             raise AnnotateError(f"ncu failed to profile {spec.name} {shape}",
@@ -503,7 +515,13 @@ def run_profile(config, spec, shape: str, *, dump_file: str | None = None, detai
             details_text = Path(details).read_text(encoding="utf-8") if details else ""
         except OSError as exc:
             raise AnnotateError(f"{details}: cannot read ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise AnnotateError(f"{details}: not UTF-8 text (expected ncu --csv --page details)") from None
     data = read_dump(dump_path)
+    try:
+        per_kernel = read_details(details_text) if details_text else None
+    except csv.Error as exc:
+        raise AnnotateError(f"{details or 'details.csv'}: not ncu's details CSV ({exc})") from None
     record = None
     if sass_file:
         record = sass_mod.load_sass_record(Path(sass_file))
@@ -514,8 +532,12 @@ def run_profile(config, spec, shape: str, *, dump_file: str | None = None, detai
             record, _ = sass_mod.sass_record(config, spec, gpu_arch())
         except AnnotateError as exc:  # no nvcc / nvdisasm here: ncu's own lines
             print(f"annotate: note: no SASS record ({exc.message}); keeping ncu's source lines", file=sys.stderr)
-    return fold(data, kernel=spec.name, shape=shape, details=read_details(details_text) if details_text else None,
-                sass=record, device=device, upstreams=upstreams)
+    folded = fold(data, kernel=spec.name, shape=shape, details=per_kernel, sass=record, device=device,
+                  upstreams=upstreams)
+    if not folded.kernels:  # nothing was written yet: an empty record would hide the mistake
+        raise AnnotateError(f"{dump_path}: the dump holds no profiled kernel",
+                            hint=f"ncu profiles only the launches inside the NVTX range {NVTX_RANGE!r}")
+    return folded
 
 
 def _device_name() -> str | None:

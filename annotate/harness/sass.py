@@ -524,6 +524,18 @@ def lineinfo_check(config: Config, spec: KernelSpec, arch: str = "90", *, jobs: 
 
 
 # ---- lookups for the command line ----------------------------------------------------------------------
+_ARCH = re.compile(r"^[0-9]{2,3}[af]?$")
+
+
+def parse_arch(text: str) -> str:
+    """`--arch`: a compute capability as nvcc spells it after `sm_` (80, 90, 90a); it names
+    build folders and record files, so nothing else is accepted."""
+    arch = text.strip().lower().removeprefix("sm_")
+    if not _ARCH.match(arch):
+        raise UsageError(f"--arch {text!r}: expected a compute capability such as 80, 90 or 90a")
+    return arch
+
+
 def parse_line_arg(text: str) -> tuple[str, int]:
     """`FILE:LINE` (FILE any suffix of an upstream path, optionally `upstream:`-prefixed)."""
     path, sep, num = text.rpartition(":")

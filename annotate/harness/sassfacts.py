@@ -152,7 +152,7 @@ class FactCheck(_Part):
     end: int = _opt(default=0)
     kind: str = _opt(default="")
     rule: str = _opt(default="")
-    detail: str = _opt(default="")
+    detail: str = _opt(default="", omit="empty")  # the index's detail; left out of committed reports
     function: str = _opt(default="")
     status: str = _opt(default=UNCHECKED)
     found: dict = _opt(factory=dict)  # confirming opcodes -> instructions (over every record)
@@ -183,11 +183,20 @@ def write_fact_report(path: Path, report: FactReport) -> None:
     write_atomic(path, f'{head},\n "facts": [\n{body}\n ]\n}}\n')
 
 
+def committed_form(report: FactReport) -> FactReport:
+    """The report as committed: without the rules' `detail` texts, which can quote upstream code
+    (`extern __shared__ char smem_[];`). A reader joins a check to the index's fact by
+    (file, line, rule) for its detail."""
+    import dataclasses
+
+    return dataclasses.replace(report, facts=tuple(dataclasses.replace(f, detail="") for f in report.facts))
+
+
 def load_fact_report(path: Path) -> FactReport:
+    """A report file, bounded; RecordError (one line) when it cannot be read."""
     from annotate.harness.record import read_record_json
 
-    data = read_record_json(Path(path))
-    return FactReport.from_json(data) if isinstance(data, dict) else FactReport()
+    return FactReport.from_json(read_record_json(Path(path)))
 
 
 def record_label(rec: SassRecord) -> str:
