@@ -15,7 +15,7 @@ from typing import Any
 from site_builder import graph, names
 from site_builder.facts import fact_style
 # which files are sources, and in which language, is the index's decision (one function for both)
-from annotate.index.parse import language_of
+from annotate.index.model import language_of
 from site_builder.markdown import plain_text, render_markdown
 from site_builder.model import (
     CallNote,

@@ -14,7 +14,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic, UsageError
 from annotate.fetch.lock import git_blob_id
-from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
+from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol, bare_name, language_of, parse_symbol
 
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".github"}
 
@@ -113,7 +113,7 @@ class Index:
         exact = [s for s in self._by_qname.get(name, ()) if ok(s)]
         if exact:
             return _ordered(exact)
-        last = _last_component(name)
+        last = bare_name(name)
         pool = [s for s in self._by_name.get(last, ()) if ok(s)]
         suffix = [s for s in pool if s.qualified_name.endswith("::" + name) or s.qualified_name.endswith("." + name)]
         if suffix:
@@ -137,7 +137,7 @@ class Index:
             pool = sorted({s.qualified_name for s in self.all_symbols() if upstream is None or s.upstream == upstream})
             near = difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
             if not near:
-                bare = _last_component(name)
+                bare = bare_name(name)
                 names = sorted({s.name for s in self.all_symbols()})
                 near_bare = difflib.get_close_matches(bare, names, n=5, cutoff=0.6)
                 near = [s.qualified_name for b in near_bare for s in self._by_name[b]][:8]
@@ -149,22 +149,8 @@ class Index:
                          hint="name one of them exactly:\n" + listing + more)
 
     def parse_spec(self, spec: str) -> tuple[str | None, str, str | None, int | None]:
-        upstream = None
-        rest = spec.strip()
-        head, sep, tail = rest.partition(":")
-        if sep and not tail.startswith(":") and head in self._files:
-            upstream, rest = head, tail
-        elif sep and not tail.startswith(":") and head and "::" not in head and "@" not in head:
-            raise UsageError(f"unknown upstream '{head}' in '{spec}'",
-                             hint="indexed upstreams: " + ", ".join(self._files))
-        path = line = None
-        if "@" in rest:
-            rest, _, loc = rest.partition("@")
-            path, _, ln = loc.rpartition(":")
-            if not path or not ln.isdigit():
-                path, ln = loc, ""
-            line = int(ln) if ln.isdigit() else None
-        return upstream, rest, path, line
+        s = parse_symbol(spec, list(self._files))
+        return s.upstream, s.name, s.path, s.line
 
     def diagnostics(self) -> list[Diagnostic]:
         """Per-file problems (a file that failed to extract), as warnings naming the file."""
@@ -228,12 +214,6 @@ class Index:
         return "".join(lines[sym.start_line - 1:sym.end_line])
 
 
-def _last_component(name: str) -> str:
-    for sep in ("::", "."):
-        name = name.rsplit(sep, 1)[-1]
-    return name
-
-
 def _ordered(syms: list[Symbol]) -> list[Symbol]:
     return sorted(syms, key=lambda s: (s.upstream, s.path, s.start_line))
 
@@ -247,8 +227,6 @@ def _near_hint(path: str, paths: list[str]) -> str | None:
 
 def source_files(root: Path, paths: list[str] | None = None) -> list[str]:
     """Every indexable file under root (or under the given sub-paths), '/'-separated, sorted."""
-    from annotate.index.parse import language_of
-
     out = []
     bases = [root / p for p in paths] if paths else [root]
     for base in bases:
@@ -272,8 +250,6 @@ def _extract_one(args):
     try:
         ex = extract_full(upstream, path, data)
     except Exception as exc:  # one unparsable file must not end the run; it is reported
-        from annotate.index.parse import language_of
-
         return Extracted(FileIndex(upstream=upstream, path=path, blob=blob, language=language_of(path) or "cuda",
                                    diagnostics=(f"extraction failed: {type(exc).__name__}: {exc}",)))
     return replace(ex, file=replace(ex.file, blob=blob))

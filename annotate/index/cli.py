@@ -39,13 +39,11 @@ def register(subparsers) -> None:
 
 def _index_for_spec(config, spec: str):
     from annotate.index.api import load_index
+    from annotate.index.model import parse_symbol
     from annotate.upstreams import load_upstreams
 
-    head, sep, tail = spec.partition(":")
-    ups = load_upstreams(config)
-    if sep and not tail.startswith(":") and head in ups:
-        return load_index(config, [head])
-    return load_index(config)
+    up = parse_symbol(spec, list(load_upstreams(config))).upstream
+    return load_index(config, [up] if up else None)
 
 
 def _print_json(obj) -> None:

@@ -14,8 +14,8 @@ from annotate.index import cst
 from annotate.index.facts import apply_rules, find_fact_nodes
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
-                                  FileIndex, MemoryFact, Symbol)
-from annotate.index.parse import captures, namespace_ranges, prepare_cuda, language_of, macro_table, matches, parser
+                                  FileIndex, MemoryFact, Symbol, language_of)
+from annotate.index.parse import captures, macro_table, matches, namespace_ranges, parser, prepare_cuda
 
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)

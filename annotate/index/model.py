@@ -1,13 +1,20 @@
 """Plain, read-only data produced by the index and consumed by the annotation, site and
-harness stages. This module is the contract between stages: change it with care.
+harness stages, and the names derived from it. This module is the contract between stages:
+change it with care.
 
 Identity: a function is named by `Symbol.id` = "<upstream>:<qualified_name>" and, where the
 same qualified name has several definitions (overloads, specialisations, the same helper in
 two files), `Symbol.key` adds "@<path>:<start_line>" to make it unique within a pin.
+
+Every derived name has one maker and one parser here: `symbol_key`/`split_key` (the key),
+`bare_name` (the unqualified name), `language_of`/`SOURCE_SUFFIXES` (which files are source),
+`parse_symbol` (a SYMBOL as the user writes it: `[UPSTREAM:]qualified_name[@path[:line]]`).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 # Symbol.kind values
@@ -47,7 +54,7 @@ class Symbol:
 
     @property
     def key(self) -> str:
-        return f"{self.upstream}:{self.qualified_name}@{self.path}:{self.start_line}"
+        return symbol_key(self.upstream, self.qualified_name, self.path, self.start_line)
 
 
 @dataclass(frozen=True)
@@ -90,3 +97,87 @@ class FileIndex:
     includes: tuple[str, ...] = ()  # resolved include paths within the upstream
     error_nodes: int = 0
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
+
+
+# ---- derived names ----------------------------------------------------------------------------
+
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".hh", ".inl")
+PYTHON_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = CUDA_SUFFIXES + PYTHON_SUFFIXES
+
+
+def language_of(path: str) -> str | None:
+    """"cuda" or "python" for a source file the index reads (by suffix, any case), else None."""
+    p = path.lower()
+    if p.endswith(CUDA_SUFFIXES):
+        return "cuda"
+    if p.endswith(PYTHON_SUFFIXES):
+        return "python"
+    return None
+
+
+def symbol_key(upstream: str, qualified_name: str, path: str, start_line: int) -> str:
+    """`Symbol.key`: "<upstream>:<qualified_name>@<path>:<start_line>"."""
+    return f"{upstream}:{qualified_name}@{path}:{start_line}"
+
+
+def split_key(key: str) -> tuple[str, str, str, int]:
+    """`symbol_key`'s inverse: (upstream, qualified_name, path, start_line); ValueError if `key`
+    is not one. Names never hold '@' (C++ and Python identifiers cannot), paths may."""
+    upstream, sep, rest = key.partition(":")
+    qname, at, where = rest.partition("@")
+    path, colon, line = where.rpartition(":")
+    if not (sep and at and colon and upstream and qname and path and line.isdigit()):
+        raise ValueError(f"not a symbol key: {key!r}")
+    return upstream, qname, path, int(line)
+
+
+# `operator->`, `obj.operator()`: an operator name runs to the end (`operator.` is no C++ operator,
+# so a Python module called `operator` stays a module).
+_OPERATOR = re.compile(r"(?:^|\.|->)(operator(?![\w.]).*)$")
+
+
+def bare_name(name: str) -> str:
+    """The unqualified name of a qualified or written name: `a::b::f`, `mod.Cls.f`, `obj.f`,
+    `p->f` all give `f`; an operator keeps its whole name (`A::operator->` gives `operator->`)."""
+    last = name.rsplit("::", 1)[-1]
+    op = _OPERATOR.search(last)
+    if op:
+        return op.group(1).strip()
+    for sep in ("->", "."):
+        last = last.rsplit(sep, 1)[-1]
+    return last.strip()
+
+
+@dataclass(frozen=True)
+class SymbolSpec:
+    """A SYMBOL as written on the command line or in a note: `[UPSTREAM:]name[@path[:line]]`."""
+
+    upstream: str | None
+    name: str  # qualified as far as written
+    path: str | None = None
+    line: int | None = None
+
+
+def parse_symbol(spec: str, upstreams: Collection[str]) -> SymbolSpec:
+    """Split a SYMBOL; `upstreams` are the names an `UPSTREAM:` prefix may take. A prefix that
+    is none of them raises UsageError (`flashinfr:norm::f`), while `ns::f` is a name."""
+    from annotate.errors import UsageError
+
+    upstream = None
+    rest = spec.strip()
+    head, sep, tail = rest.partition(":")
+    if sep and not tail.startswith(":"):
+        if head in upstreams:
+            upstream, rest = head, tail
+        elif head and "::" not in head and "@" not in head:
+            raise UsageError(f"unknown upstream '{head}' in '{spec}'",
+                             hint="known upstreams: " + ", ".join(upstreams))
+    path = line = None
+    if "@" in rest:
+        rest, _, loc = rest.partition("@")
+        path, _, ln = loc.rpartition(":")
+        if not path or not ln.isdigit():
+            path, ln = loc, ""
+        line = int(ln) if ln.isdigit() else None
+    return SymbolSpec(upstream, rest.strip(), path, line)

@@ -21,19 +21,6 @@ MACROS_FILE = HERE / "macros.yaml"
 # Bump when the extractor's output changes for the same input; cached entries then miss.
 EXTRACTOR_VERSION = "1"
 
-CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".hh", ".inl")
-PYTHON_SUFFIXES = (".py",)
-
-
-def language_of(path: str) -> str | None:
-    p = path.lower()
-    if p.endswith(CUDA_SUFFIXES):
-        return "cuda"
-    if p.endswith(PYTHON_SUFFIXES):
-        return "python"
-    return None
-
-
 @functools.cache
 def ts_language(language: str):
     from tree_sitter import Language

@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 from annotate.config import Config
 from annotate.errors import Diagnostic
+from annotate.index.model import SOURCE_SUFFIXES, bare_name
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
 
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
 COURSES_DIR = "courses"
 TODO = "TODO"  # placeholder text written by `annotate new`
-SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py", ".inl")
 
 # Per-function outcome in a check: what the summary line counts.
 OUT_OK, OUT_STALE, OUT_BROKEN = "ok", "stale", "broken"
@@ -96,10 +96,6 @@ def index_paths(index, upstream: str) -> list[str]:
 
 def index_has_file(index, upstream: str, path: str) -> bool:
     return path in set(index_paths(index, upstream))
-
-
-def _bare(name: str) -> str:
-    return name.split("::")[-1]
 
 
 def _sig_matches(wanted: str, sym) -> bool:
@@ -452,8 +448,8 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
         cands = sorted({s.qualified_name for s in syms})
         near = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
         if not near:
-            bare = _bare(name)
-            near = [c for c in cands if _bare(c) == bare][:3] or difflib.get_close_matches(
+            bare = bare_name(name)
+            near = [c for c in cands if bare_name(c) == bare][:3] or difflib.get_close_matches(
                 bare, cands, n=3, cutoff=0.5)
         elsewhere = [s for s in (_safe(index.find, name, upstream, default=[]) or []) if s.path != path]
         msg = f"no function '{name}' in {upstream}:{path}"

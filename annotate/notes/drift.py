@@ -20,6 +20,7 @@ from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import Diagnostic
+from annotate.index.model import SOURCE_SUFFIXES, bare_name
 from annotate.notes import api
 from annotate.notes.anchors import find_anchor
 from annotate.notes.history import GitRepo, git_dir_for, short_diff
@@ -137,11 +138,8 @@ def _missing(idx, upstream, notes) -> list[str]:
     for n in notes:
         names = {s.qualified_name for s in api._safe(idx.symbols_in, upstream, n.path, default=[]) or []}
         if n.qualified_name not in names:
-            out.add(n.qualified_name.split("::")[-1])
+            out.add(bare_name(n.qualified_name))
     return sorted(out)
-
-
-SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py")
 
 
 def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
@@ -165,7 +163,7 @@ def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
             if not base.is_dir():
                 continue
             for f in sorted(base.rglob("*")):
-                if len(extra) >= MAX_GREP_FILES or not f.is_file() or f.suffix not in SOURCE_SUFFIXES:
+                if len(extra) >= MAX_GREP_FILES or not f.is_file() or not f.name.endswith(SOURCE_SUFFIXES):
                     continue
                 rel = f.relative_to(root).as_posix()
                 if rel in present:
