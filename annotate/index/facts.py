@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import yaml
 
 from annotate.index.cst import collapse, final_name_node, node_text, template_args_of, text_without_template_args
-from annotate.index.parse import RULES_FILE, macro_table, ts_language
+from annotate.index.parse import RULES_FILE, in_document_order, macro_table, ts_language
 
 FIELDS = ("text", "callee", "name", "args", "targs", "ptx")
 # Identifier-like node types are too many to visit one by one: the query keeps only those
@@ -162,4 +162,4 @@ def find_fact_nodes(root, table: tuple[Rule, ...] | None = None) -> list:
     from tree_sitter import QueryCursor
 
     caps = QueryCursor(fact_query(table)).captures(root)
-    return caps.get("n", [])
+    return in_document_order(caps.get("n", []))

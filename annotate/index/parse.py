@@ -54,10 +54,17 @@ def query(name: str):
     return Query(ts_language(language), (QUERIES_DIR / f"{name}.scm").read_text(encoding="utf-8"))
 
 
+def in_document_order(nodes: list) -> list:
+    """Captured nodes sorted by position (outer before inner at one start). tree-sitter's
+    `captures()` lists them in an order that varies from call to call, which made the include
+    list and the choice among same-line facts differ between two builds of the same tree."""
+    return sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte, n.type))
+
+
 def captures(name: str, node) -> dict[str, list]:
     from tree_sitter import QueryCursor
 
-    return QueryCursor(query(name)).captures(node)
+    return {k: in_document_order(v) for k, v in QueryCursor(query(name)).captures(node).items()}
 
 
 def matches(name: str, node) -> list[dict[str, list]]:
