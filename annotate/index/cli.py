@@ -103,7 +103,10 @@ def cmd_symbols(args, config) -> int:
     if up not in ups:
         raise UsageError(f"unknown upstream '{up}'", hint="known upstreams: " + ", ".join(ups))
     index = load_index(config, [up])
-    syms = index.symbols_in(up, path.strip("/"))
+    path = path.strip("/")
+    if not index.has_file(up, path):
+        index.file(up, path)  # raises, naming the nearest paths
+    syms = index.symbols_in(up, path)
     if args.json:
         _print_json([symbol_json(s) for s in syms])
         return 0
