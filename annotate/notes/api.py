@@ -68,36 +68,6 @@ def annotation_file_for(root: Path, upstream: str, path: str) -> Path:
     return root / upstream / f"{path}.yaml"
 
 
-# ---- index access that tolerates both "None" and "raises" for absent things -----------
-
-def _safe(fn: Callable, *args, default=None):
-    try:
-        return fn(*args)
-    except Exception:
-        return default
-
-
-_PATHS: dict[int, tuple[object, dict[str, list[str]]]] = {}
-
-
-def index_paths(index, upstream: str) -> list[str]:
-    """Paths of the indexed files of `upstream` (memoised per index object: asking the index
-    about a missing file can be costly, it computes nearest-name hints)."""
-    got = _PATHS.get(id(index))
-    if got is None or got[0] is not index:
-        if len(_PATHS) > 8:
-            _PATHS.clear()
-        got = _PATHS[id(index)] = (index, {})
-    cache = got[1]
-    if upstream not in cache:
-        cache[upstream] = [f.path for f in (_safe(index.files, upstream, default=[]) or [])]
-    return cache[upstream]
-
-
-def index_has_file(index, upstream: str, path: str) -> bool:
-    return path in set(index_paths(index, upstream))
-
-
 def _sig_matches(wanted: str, sym) -> bool:
     return compact(wanted) in compact(sym.signature or "")
 
@@ -304,7 +274,7 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
     source_ok = False
     unchecked = False
     if file_ok:
-        known = list(_safe(index.upstreams, default=[]) or [])
+        known = index.upstreams()
         why = check_upstream_path(upstream, path)
         if upstream not in known:
             line, col = _pos(loaded, ("upstream",))
@@ -327,16 +297,16 @@ def _load_file(config: Config, index, root: Path, p: Path, disp: str, opts: Opti
         elif why:
             line, col = _pos(loaded, ("path",))
             diags.append(Diagnostic("error", why, file=disp, line=line, column=col, code="path-outside"))
-        elif not index_has_file(index, upstream, path) and path in _absent_from_checkout(config, upstream):
+        elif not index.has_file(upstream, path) and path in _absent_from_checkout(config, upstream):
             line, col = _pos(loaded, ("path",))
             diags.append(Diagnostic("warning", f"{path} is part of the {upstream} pin but this checkout lacks it "
                                     "(the route it was fetched by does not ship it); its notes are not checked",
                                     file=disp, line=line, column=col, code="not-in-checkout",
                                     detail="`annotate fetch --via git --force` fetches the whole pin"))
             unchecked = True
-        elif not index_has_file(index, upstream, path):
+        elif not index.has_file(upstream, path):
             line, col = _pos(loaded, ("path",))
-            paths = index_paths(index, upstream)
+            paths = index.paths(upstream)
             near = difflib.get_close_matches(path, paths, n=3, cutoff=0.6)
             if not near:
                 base = posixpath.basename(path)
@@ -436,7 +406,7 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
                 diags, OUT_BROKEN, None)
 
     # ---- resolve the name in this file
-    syms = list(_safe(index.symbols_in, upstream, path, default=[]) or [])
+    syms = index.symbols_in(upstream, path)
     exact = [s for s in syms if s.qualified_name == name]
     if not exact:
         suffix = [s for s in syms if s.qualified_name.endswith("::" + name)]
@@ -451,7 +421,7 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
             bare = bare_name(name)
             near = [c for c in cands if bare_name(c) == bare][:3] or difflib.get_close_matches(
                 bare, cands, n=3, cutoff=0.5)
-        elsewhere = [s for s in (_safe(index.find, name, upstream, default=[]) or []) if s.path != path]
+        elsewhere = [s for s in index.find(name, upstream) if s.path != path]
         msg = f"no function '{name}' in {upstream}:{path}"
         detail = None
         if near:
@@ -480,7 +450,7 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
         return (M.FunctionNote(symbol=None, status=M.AMBIGUOUS, notes=unresolved_notes, **base),
                 diags, OUT_BROKEN, None)
     sym = chosen[0]
-    body = _safe(index.text_of, sym, default="") or ""
+    body = index.text_of(sym)
 
     # ---- anchors
     inline: list[M.InlineNote] = []
@@ -510,7 +480,7 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
 
     # ---- callees named under calls:
     if doc.calls:
-        edges = _safe(index.callees, sym, default=[]) or []
+        edges = index.callees(sym)
         names: set[str] = set()
         for e in edges:
             names.add(e.callee_name)
@@ -613,16 +583,16 @@ def _ref_problem(index, ref: str) -> str | None:
     if ":" not in ref or ref.startswith(":"):
         return f"ref '{ref}' must be 'upstream:path' or 'upstream:qualified_name'"
     up, rest = ref.split(":", 1)
-    if up not in (_safe(index.upstreams, default=[]) or []):
+    if up not in index.upstreams():
         return f"ref '{ref}': unknown upstream '{up}'"
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-    if index_has_file(index, up, rest) or _safe(index.find, rest, up, default=[]):
+    if index.has_file(up, rest) or index.find(rest, up):
         return None
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
-        near = difflib.get_close_matches(rest, index_paths(index, up), n=1, cutoff=0.6)
+        near = difflib.get_close_matches(rest, index.paths(up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
     return f"ref '{ref}': no function '{rest}' in {up}"
 

@@ -60,12 +60,10 @@ def _sources(args) -> dict[str, Path]:
 def make_index(config, args):
     srcs = _sources(args)
     if srcs:
-        from annotate.index.api import index_directory
+        from annotate.index.api import Index, index_directory
 
         if len(srcs) > 1:
-            from annotate.notes.drift import MergedIndex
-
-            return MergedIndex([index_directory(up, d, None) for up, d in srcs.items()])
+            return Index.merged(*[index_directory(up, d, None) for up, d in srcs.items()])
         (up, d), = srcs.items()
         # no config: caching another tree of the same upstream would prune the pin's resolved index
         return index_directory(up, d, None)
