@@ -107,7 +107,7 @@ def test_fact_labels_hold(ix):
     assert tp / (tp + fp) >= 0.95 and tp / (tp + fn) >= 0.95
 
 
-def test_cli_on_pins(capsys):
+def test_cli_on_pins(ix, capsys):  # ix: skips unless the pins are fetched
     import json
 
     from annotate.cli import main

@@ -11,16 +11,20 @@ import re
 from dataclasses import dataclass, field
 
 from annotate.index import cst
-from annotate.index.facts import apply_rules, find_fact_nodes
+from annotate.index.facts import apply_rules, fact_query_source
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
                                   FileIndex, MemoryFact, Symbol, language_of)
-from annotate.index.parse import captures, macro_table, matches, namespace_ranges, parser, prepare_cuda
+from annotate.index.parse import captured, macro_table, namespace_ranges, parser, prepare_cuda, run_queries
 
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
 ANON = "(anonymous namespace)"
+# Every query of a file runs in one walk of its tree (queries/*.scm, plus the fact rules).
+_CUDA_QUERIES = ("cuda-functions", "cuda-assignments", "cuda-declarations", "cuda-calls", "cuda-classes",
+                 "cuda-errors", "cuda-includes")
+_PYTHON_QUERIES = ("python-functions", "python-calls", "python-imports", "python-errors")
 
 
 @dataclass(frozen=True)
@@ -109,16 +113,16 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     for m in _DEFINE_RE.finditer(src):
         ns_macros.setdefault(m.group(1).decode(), m.group(2).decode())
     ns_ranges = namespace_ranges(text)
-    class_names = {cst.text_without_template_args(n).split("::")[-1]
-                   for n in captures("cuda-classes", root).get("name", [])}
-    errors = captures("cuda-errors", root).get("error", [])
+    found = run_queries("cuda", root, _CUDA_QUERIES, (("facts", fact_query_source()),))
+    class_names = {cst.text_without_template_args(n).split("::")[-1] for n in captured(found["cuda-classes"], "name")}
+    errors = captured(found["cuda-errors"], "error")
     error_starts = sorted(e.start_byte for e in errors)
 
     symbols: list[Symbol] = []
     spans: list[tuple[int, int, int]] = []
     arity: dict[str, tuple[int, int]] = {}
     param_spans: list[tuple[int, int, int]] = []
-    for m in matches("cuda-functions", root):
+    for m in found["cuda-functions"]:
         fn, body = m["function"][0], m["body"][0]
         sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
         if sym is None:
@@ -136,7 +140,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
 
     # function-pointer variables per function: var -> [(target name, node)]
     pointers: dict[int, dict[str, list]] = {}
-    for m in matches("cuda-assignments", root):
+    for m in found["cuda-assignments"]:
         var, value = m["var"][0], m["value"][0]
         idx = owner.owner(var.start_byte)
         if idx is None:
@@ -147,7 +151,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
 
     # declared types of locals and parameters per function: var -> class name (last component)
     var_types: dict[int, dict[str, str]] = {}
-    for m in matches("cuda-declarations", root):
+    for m in found["cuda-declarations"]:
         tnode, var = m["type"][0], m["var"][0]
         if tnode.type in ("primitive_type", "placeholder_type_specifier", "sized_type_specifier"):
             continue
@@ -166,7 +170,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     launchers = table.launchers
     call_matches = []
     calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
-    for m in matches("cuda-calls", root):
+    for m in found["cuda-calls"]:
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
@@ -232,7 +236,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
 
     facts: list[MemoryFact] = []
     seen: set[tuple[str, int, int]] = set()
-    for node in find_fact_nodes(root):
+    for node in captured(found["facts"], "n"):
         idx = owner.owner(node.start_byte)
         if idx is None:
             continue
@@ -246,7 +250,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
             facts.append(MemoryFact(sym.key, rule.kind, detail, path, line, rule.id))
     facts.sort(key=lambda f: (f.line, f.kind))
 
-    includes = tuple(cst.node_text(n) for n in captures("cuda-includes", root).get("path", []))
+    includes = tuple(cst.node_text(n) for n in captured(found["cuda-includes"], "path"))
     fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
                    edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
     return Extracted(fi, arity, tuple(nargs.get(i) for i in range(len(edges))),
@@ -489,7 +493,8 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
     module = python_module(path)
     symbols: list[Symbol] = []
     spans = []
-    for m in matches("python-functions", root):
+    found = run_queries("python", root, _PYTHON_QUERIES)
+    for m in found["python-functions"]:
         fn, body, name_node = m["function"][0], m["body"][0], m["name"][0]
         names = [cst.node_text(name_node)]
         p = fn.parent
@@ -512,7 +517,7 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         symbols.append(sym)
     owner = _Spans(spans)
     edges = []
-    for m in matches("python-calls", root):
+    for m in found["python-calls"]:
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
@@ -526,7 +531,7 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         written = cst.collapse(cst.node_text(callee))[:200]
         edges.append(CallEdge(symbols[idx].key, written, CALL, path, nm.start_point[0] + 1, nm.start_point[1],
                               (), via))
-    imports = tuple(cst.node_text(n) for n in captures("python-imports", root).get("module", []))
+    imports = tuple(cst.node_text(n) for n in captured(found["python-imports"], "module"))
     return FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
                      edges=tuple(edges), facts=(), includes=imports,
-                     error_nodes=len(captures("python-errors", root).get("error", [])))
+                     error_nodes=len(captured(found["python-errors"], "error")))

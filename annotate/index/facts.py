@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import yaml
 
 from annotate.index.cst import collapse, final_name_node, node_text, template_args_of, text_without_template_args
-from annotate.index.parse import RULES_FILE, in_document_order, macro_table, ts_language
+from annotate.index.parse import RULES_FILE, macro_table, ts_language
 
 FIELDS = ("text", "callee", "name", "args", "targs", "ptx")
 # Identifier-like node types are too many to visit one by one: the query keeps only those
@@ -91,6 +91,12 @@ def _ts_regex(rx: str) -> str:
 def fact_query(table: tuple[Rule, ...] | None = None):
     from tree_sitter import Query
 
+    return Query(ts_language("cuda"), fact_query_source(table))
+
+
+@functools.cache
+def fact_query_source(table: tuple[Rule, ...] | None = None) -> str:
+    """One pattern per node type the rules name, capturing the node as @n."""
     by_type = rules_by_type(table)
     patterns = []
     for t, rs in sorted(by_type.items()):
@@ -99,7 +105,7 @@ def fact_query(table: tuple[Rule, ...] | None = None):
             patterns.append(f'(({t}) @n (#match? @n "{rx}"))' if rx else f"({t}) @n")
         else:
             patterns.append(f"({t}) @n")
-    return Query(ts_language("cuda"), "\n".join(patterns))
+    return "\n".join(patterns)
 
 
 def node_fields(node) -> dict[str, str]:
@@ -157,9 +163,3 @@ def apply_rules(node, table: tuple[Rule, ...] | None = None):
             values["m"] = m_text
             yield r, r.detail.format_map(values)[:200]
 
-
-def find_fact_nodes(root, table: tuple[Rule, ...] | None = None) -> list:
-    from tree_sitter import QueryCursor
-
-    caps = QueryCursor(fact_query(table)).captures(root)
-    return in_document_order(caps.get("n", []))

@@ -61,16 +61,38 @@ def in_document_order(nodes: list) -> list:
     return sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte, n.type))
 
 
-def captures(name: str, node) -> dict[str, list]:
+@functools.cache
+def _combined(language: str, names: tuple[str, ...], extra: tuple[tuple[str, str], ...]):
+    """One query made of several (`queries/<name>.scm` and (name, source) pairs), and the name
+    each of its patterns came from."""
+    from tree_sitter import Query
+
+    sources = [(n, (QUERIES_DIR / f"{n}.scm").read_text(encoding="utf-8")) for n in names] + list(extra)
+    owner: list[str] = []
+    for n, text in sources:
+        owner += [n] * Query(ts_language(language), text).pattern_count
+    return Query(ts_language(language), "\n".join(text for _, text in sources)), tuple(owner)
+
+
+def run_queries(language: str, node, names: tuple[str, ...], extra: tuple[tuple[str, str], ...] = ()
+                ) -> dict[str, list[dict[str, list]]]:
+    """The matches of several queries from one walk over the tree (each query separately walks
+    it again): name -> its matches, in the order the query alone gives them."""
     from tree_sitter import QueryCursor
 
-    return {k: in_document_order(v) for k, v in QueryCursor(query(name)).captures(node).items()}
+    q, owner = _combined(language, names, extra)
+    out: dict[str, list[dict[str, list]]] = {n: [] for n in owner}
+    cursor = QueryCursor(q)
+    for idx, m in cursor.matches(node):
+        out[owner[idx]].append(m)
+    if cursor.did_exceed_match_limit:  # never seen; matches would be missing, so say so
+        raise RuntimeError("tree-sitter query match limit exceeded")
+    return out
 
 
-def matches(name: str, node) -> list[dict[str, list]]:
-    from tree_sitter import QueryCursor
-
-    return [m for _, m in QueryCursor(query(name)).matches(node)]
+def captured(found: list[dict[str, list]], name: str) -> list:
+    """The nodes captured as `name` over a query's matches, in document order."""
+    return in_document_order([n for m in found for n in m.get(name, ())])
 
 
 # ---- macros -------------------------------------------------------------------------------
