@@ -313,6 +313,11 @@ def _extract_one(args):
     return replace(ex, file=replace(ex.file, blob=blob))
 
 
+def _extract_task(task):
+    tree, args = task
+    return tree, _extract_one(args)
+
+
 def _workers(n_todo: int) -> int:
     env = os.environ.get("ANNOTATE_INDEX_JOBS")
     if env and env.isdigit():
@@ -320,22 +325,6 @@ def _workers(n_todo: int) -> int:
     if n_todo < 40:
         return 1
     return max(1, min(os.cpu_count() or 1, 16))
-
-
-def _extract_many(todo: list[tuple[str, str, str, str]], progress: bool) -> list:
-    jobs = _workers(len(todo))
-    if jobs == 1:
-        return [_extract_one(t) for t in todo]
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    out = []
-    with ctx.Pool(jobs) as pool:
-        for i, fi in enumerate(pool.imap(_extract_one, todo, chunksize=8)):
-            out.append(fi)
-            if progress and i % 200 == 0:
-                print(f"  indexed {i}/{len(todo)} files", file=sys.stderr)
-    return out
 
 
 class _CacheLock:
@@ -369,67 +358,90 @@ class _CacheLock:
             self.lock.release()
 
 
+class _Tree:
+    """One tree to index: its files, their blob ids (stat cache, else hashed) and its key."""
+
+    def __init__(self, upstream: str, root: Path, paths: list[str] | None, config: Config | None):
+        from annotate.index import cache
+        from annotate.index.parse import resolve_version, tool_version
+
+        self.t0 = time.perf_counter()
+        self.upstream, self.root, self.config = upstream, root, config
+        self.taken_ns = time.time_ns()
+        self.listing = scan(root, paths)
+        self.stat_file = cache.stat_path(config, upstream, root) if config is not None else None
+        self.known = cache.read_stats(self.stat_file, root) if self.stat_file is not None else {}
+        self.blobs, hashed = _blob_ids(root, self.listing, self.known)
+        rv = resolve_version()
+        tkey = cache.tree_key(rv, list(self.blobs.items()))
+        self.meta = {"upstream": upstream, "tree_key": tkey, "tool_version": tool_version(), "resolve_version": rv}
+        self.expect = {"upstream": upstream, "tree_key": tkey, "resolve_version": rv}
+        self.path = cache.snapshot_path(config, upstream, tkey) if config is not None else None
+        self.stats = {"files": len(self.blobs), "hashed": hashed, "parsed": 0, "cached_files": 0,
+                      "resolved_cache": False}
+        self.damaged: StoreError | None = None
+        self.found: dict = {}
+        self.todo: list = []
+
+    def open_cached(self) -> Store | None:
+        from annotate.index.store import open_store
+
+        if self.path is None:
+            return None
+        try:
+            store = open_store(self.path, self.expect)
+        except StoreError as exc:
+            if self.path.exists():
+                self.damaged = exc
+            return None
+        self.stats["resolved_cache"] = True
+        return store
+
+    def save_stats(self) -> None:
+        from annotate.index import cache
+
+        if self.stat_file is None or not self.stats["hashed"] or not cache.may_write(self.config.index_dir()):
+            return
+        try:
+            cache.write_stats(self.stat_file, self.root, {p: (self.listing[p], b) for p, b in self.blobs.items()},
+                              self.taken_ns, self.known)
+        except OSError:
+            pass  # a cache we may not write only costs the hashing next time
+
+
+def _open_or_build(trees: list[_Tree], config: Config | None, progress: bool) -> dict[str, Store]:
+    """The store of every tree: its cached snapshot when there is one (no lock, nothing
+    written), else built, all missing trees together, and cached when the cache is writable."""
+    stores = {t.upstream: t.open_cached() for t in trees}
+    missing = [t for t in trees if stores[t.upstream] is None]
+    if missing and config is None:
+        stores.update(_build(missing, None, False, progress))
+    elif missing:
+        with _CacheLock(config) as lock:
+            if lock.writable:  # built by another process while this one waited for the lock
+                for t in missing:
+                    stores[t.upstream] = t.open_cached()
+                missing = [t for t in missing if stores[t.upstream] is None]
+            else:  # rebuilt, but cannot be kept: say so, once per tree
+                for t in missing:
+                    why = t.damaged.message if t.damaged is not None else f"{t.upstream} is not in it"
+                    print(f"annotate: the index cache is read-only ({why}); indexing {t.upstream} in memory, "
+                          "not saved", file=sys.stderr)
+            if missing:
+                stores.update(_build(missing, config, lock.writable, progress))
+    for t in trees:
+        t.save_stats()
+        t.stats["seconds"] = time.perf_counter() - t.t0
+    return stores
+
+
 def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
                    config: Config | None = None, progress: bool = False) -> tuple[Store, dict]:
     """The store of one tree (edges resolved): the cached snapshot when config is given and one
     of this content exists, else built (reusing the extraction of unchanged files from the newest
     snapshot of the same upstream) and cached. Without config it is built in memory."""
-    from annotate.index import cache
-    from annotate.index.parse import resolve_version, tool_version
-    from annotate.index.store import open_store
-
-    t0 = time.perf_counter()
-    taken_ns = time.time_ns()
-    listing = scan(root, paths)
-    stat_file = cache.stat_path(config, upstream, root) if config is not None else None
-    known = cache.read_stats(stat_file, root) if stat_file is not None else {}
-    blobs, hashed = _blob_ids(root, listing, known)
-    rv = resolve_version()
-    tkey = cache.tree_key(rv, list(blobs.items()))
-    meta = {"upstream": upstream, "tree_key": tkey, "tool_version": tool_version(), "resolve_version": rv}
-    stats = {"files": len(blobs), "hashed": hashed, "parsed": 0, "cached_files": 0, "resolved_cache": False}
-
-    def save_stats() -> None:
-        if stat_file is None or not hashed or not cache.may_write(config.index_dir()):
-            return
-        try:
-            cache.write_stats(stat_file, root, {p: (listing[p], b) for p, b in blobs.items()}, taken_ns, known)
-        except OSError:
-            pass  # a cache we may not write only costs the hashing next time
-
-    if config is None:
-        store = _build(upstream, root, blobs, meta, None, None, stats, progress)
-        stats["seconds"] = time.perf_counter() - t0
-        return store, stats
-    spath = cache.snapshot_path(config, upstream, tkey)
-    expect = {"upstream": upstream, "tree_key": tkey, "resolve_version": rv}
-    try:
-        store = open_store(spath, expect)
-    except StoreError as exc:
-        store, damaged = None, exc if spath.exists() else None
-    if store is not None:
-        stats["resolved_cache"] = True
-        save_stats()
-        stats["seconds"] = time.perf_counter() - t0
-        return store, stats
-    with _CacheLock(config) as lock:
-        if lock.writable:
-            try:  # built by another process while this one waited for the lock
-                store = open_store(spath, expect)
-                stats["resolved_cache"] = True
-            except StoreError:
-                store = None
-        if store is None:
-            if not lock.writable:  # the index is rebuilt, but cannot be kept: say so, once
-                why = damaged.message if damaged is not None else f"{upstream} is not in it"
-                print(f"annotate: the index cache is read-only ({why}); indexing {upstream} in memory, not saved",
-                      file=sys.stderr)
-            store = _build(upstream, root, blobs, meta, config, spath if lock.writable else None, stats, progress)
-            if lock.writable:
-                cache.prune_snapshots(config, upstream, spath)
-    save_stats()
-    stats["seconds"] = time.perf_counter() - t0
-    return store, stats
+    tree = _Tree(upstream, Path(root), paths, config)
+    return _open_or_build([tree], config, progress)[upstream], tree.stats
 
 
 def _reusable(config: Config | None, upstream: str, blobs: dict[str, str], tool: str) -> dict:
@@ -457,27 +469,77 @@ def _reusable(config: Config | None, upstream: str, blobs: dict[str, str], tool:
     return {}
 
 
-def _build(upstream: str, root: Path, blobs: dict[str, str], meta: dict[str, str], config: Config | None,
-           path: Path | None, stats: dict, progress: bool) -> Store:
+def _build(trees: list[_Tree], config: Config | None, writable: bool, progress: bool) -> dict[str, Store]:
+    """Extract what no snapshot has, in one process pool for all trees (the biggest tree first,
+    its biggest files first, so the pool stays busy to the end); a tree is resolved and written
+    as soon as its last file is in, while the pool goes on with the next."""
+    t0 = time.perf_counter()
+    for t in trees:
+        t.found = {p: replace(ex, file=replace(ex.file, blob=t.blobs[p]))
+                   for p, ex in _reusable(config, t.upstream, t.blobs, t.meta["tool_version"]).items()}
+        t.stats["cached_files"] = len(t.found)
+        t.todo = sorted(((t.upstream, str(t.root), p, b) for p, b in t.blobs.items() if p not in t.found),
+                        key=lambda a, t=t: -t.listing[a[2]][0])
+        t.stats["parsed"] = len(t.todo)
+        t.stats["phases"] = {"reuse": time.perf_counter() - t0}
+        if progress and t.todo:
+            print(f"annotate: indexing {len(t.todo)} files of {t.upstream}", file=sys.stderr)
+    order = sorted(range(len(trees)), key=lambda i: -sum(trees[i].listing[a[2]][0] for a in trees[i].todo))
+    tasks = [(i, args) for i in order for args in trees[i].todo]
+    left = {i: len(trees[i].todo) for i in order}
+    stores: dict[str, Store] = {}
+
+    def finish(i: int) -> None:
+        t = trees[i]
+        t.stats["phases"]["extract"] = time.perf_counter() - t0
+        stores[t.upstream] = _resolve_and_store(t, config, writable)
+
+    for i in order:
+        if not left[i]:
+            finish(i)
+    jobs = _workers(len(tasks))
+    if jobs == 1:
+        results = map(_extract_task, tasks)
+        pool = None
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        pool = ctx.Pool(jobs)
+        results = pool.imap_unordered(_extract_task, tasks, chunksize=4)
+    try:
+        for n, (i, ex) in enumerate(results, 1):
+            trees[i].found[ex.file.path] = ex
+            left[i] -= 1
+            if progress and n % 200 == 0:
+                print(f"  indexed {n}/{len(tasks)} files", file=sys.stderr)
+            if not left[i]:
+                finish(i)
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    return stores
+
+
+def _resolve_and_store(t: _Tree, config: Config | None, writable: bool) -> Store:
+    from annotate.index import cache
     from annotate.index.resolve import resolve_upstream
     from annotate.index.store import create_store
 
-    found = _reusable(config, upstream, blobs, meta["tool_version"])
-    for p, ex in found.items():
-        found[p] = replace(ex, file=replace(ex.file, blob=blobs[p]))
-    stats["cached_files"] = len(found)
-    todo = [(upstream, str(root), p, b) for p, b in blobs.items() if p not in found]
-    if progress and todo:
-        print(f"annotate: indexing {len(todo)} files of {upstream}", file=sys.stderr)
-    for ex in _extract_many(todo, progress):
-        found[ex.file.path] = ex
-    stats["parsed"] = len(todo)
-    found = {p: found[p] for p in sorted(found)}
+    t1 = time.perf_counter()
+    found = {p: t.found[p] for p in sorted(t.found)}
     files = {p: ex.file for p, ex in found.items()}
     arity = {k: v for ex in found.values() for k, v in ex.arity.items()}
     resolved = resolve_upstream(files, arity, {p: ex.nargs for p, ex in found.items()},
                                 {p: ex.receivers for p, ex in found.items()})
-    return create_store(path, meta, found, resolved)
+    t2 = time.perf_counter()
+    store = create_store(t.path if writable else None, t.meta, found, resolved)
+    if writable:
+        cache.prune_snapshots(config, t.upstream, t.path)
+    t.found = {}
+    t.stats["phases"].update(resolve=t2 - t1, write=time.perf_counter() - t2)
+    return store
 
 
 def index_directory(upstream: str, root: Path, paths: list[str] | None = None,
@@ -532,8 +594,7 @@ def load_index(config: Config, upstreams: list[str] | None = None, progress: boo
         raise AnnotateError(f"{', '.join(missing)} is not fetched into {config.cache_dir}",
                             hint=f"run `annotate fetch {' '.join(missing)}` first")
     pins = load_upstreams(config)
-    stores, stats = {}, {}
-    for up, root in roots.items():
-        paths = [p for p in pins[up].index_paths() if (root / p).exists()]
-        stores[up], stats[up] = build_upstream(up, root, paths, config=config, progress=progress)
-    return Index(stores, roots, stats)
+    trees = [_Tree(up, root, [p for p in pins[up].index_paths() if (root / p).exists()], config)
+             for up, root in roots.items()]
+    stores = _open_or_build(trees, config, progress)
+    return Index({t.upstream: stores[t.upstream] for t in trees}, roots, {t.upstream: t.stats for t in trees})

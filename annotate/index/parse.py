@@ -140,7 +140,7 @@ def blank_macros(src: bytes, table: MacroTable | None = None) -> tuple[bytes, in
         end = m.end()
         if table.blank.get(m.group(1).decode(), False):
             end = _balanced_args_end(src, end)
-        buf[m.start():end] = _NOT_NEWLINE.sub(b" ", src[m.start():end])
+        buf[m.start():end] = _blank(src[m.start():end])
         count += 1
     return bytes(buf), count
 
@@ -196,7 +196,19 @@ def resolve_version() -> str:
 # ---- preprocessor conditionals with unbalanced braces -------------------------------------
 
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
-_NOT_NEWLINE = re.compile(rb"[^\n\r]")
+# every byte but line breaks -> a space (bytes.translate: no regex, no callback per byte run)
+_BLANK = bytes(b if b in b"\n\r" else 0x20 for b in range(256))
+
+
+def _blank(data: bytes) -> bytes:
+    return data.translate(_BLANK)
+
+
+def _blank_match(m: re.Match) -> bytes:
+    return m.group(0).translate(_BLANK)
+
+
+_DIRECTIVE_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.M)
 _CODE_SKIP = re.compile(
     rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
 
@@ -204,7 +216,7 @@ _CODE_SKIP = re.compile(
 def _brace_balance_per_line(src: bytes) -> list[tuple[int, int]]:
     """({ minus }, ( minus )) per line, ignoring comments, strings, char literals and
     preprocessor lines (with their continuations): a `#define X {` is no code brace."""
-    skip = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), src)
+    skip = _CODE_SKIP.sub(_blank_match, src)
     out = []
     in_directive = False
     for line in skip.split(b"\n"):
@@ -273,7 +285,7 @@ def blank_unbalanced_conditionals(src: bytes) -> tuple[bytes, int]:
     buf = bytearray(src)
     for a, b in blank_ranges:
         lo, hi = offsets[a], min(offsets[b + 1] - 1, len(buf))
-        buf[lo:hi] = _NOT_NEWLINE.sub(b" ", bytes(buf[lo:hi]))
+        buf[lo:hi] = _blank(bytes(buf[lo:hi]))
     return bytes(buf), groups
 
 
@@ -292,8 +304,8 @@ def namespace_ranges(text: bytes) -> list[tuple[int, int, str | None]]:
     """(open brace, close brace, name or None if anonymous) of every namespace block, found by
     brace matching over the text with comments and strings blanked. Independent of the parse
     tree, so a namespace stays right where tree-sitter closes it early after an ERROR."""
-    clean = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), text)
-    clean = re.sub(rb"^[ \t]*#[^\n]*", lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), clean, flags=re.M)
+    clean = _CODE_SKIP.sub(_blank_match, text)
+    clean = _DIRECTIVE_LINE.sub(_blank_match, clean)
     stack: list[tuple[int, str | None, bool]] = []
     out = []
     for m in _NS_OR_BRACE.finditer(clean):
