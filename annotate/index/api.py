@@ -504,7 +504,11 @@ def _build(trees: list[_Tree], config: Config | None, writable: bool, progress: 
     else:
         import multiprocessing as mp
 
+        from annotate.index.extract import warm_up
+
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        if ctx.get_start_method() == "fork":
+            warm_up()
         pool = ctx.Pool(jobs)
         results = pool.imap_unordered(_extract_task, tasks, chunksize=4)
     try:

@@ -15,7 +15,7 @@ from annotate.index.facts import apply_rules, fact_query_source
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
                                   FileIndex, MemoryFact, Symbol, language_of)
-from annotate.index.parse import captured, macro_table, namespace_ranges, parser, prepare_cuda, run_queries
+from annotate.index.parse import captured, combined_query, macro_table, namespace_ranges, parser, prepare_cuda, run_queries
 
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
@@ -45,6 +45,16 @@ def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
     return extract_full(upstream, path, src).file
 
 
+def warm_up() -> None:
+    """Compile the grammars and queries now (a process pool forked afterwards inherits them
+    instead of compiling them once per worker)."""
+    for lang, names, extra in (("cuda", _CUDA_QUERIES, (("facts", fact_query_source()),)),
+                               ("python", _PYTHON_QUERIES, ())):
+        parser(lang)
+        combined_query(lang, names, extra)
+    macro_table()
+
+
 def extract_full(upstream: str, path: str, src: bytes) -> Extracted:
     lang = language_of(path)
     if lang == "python":
@@ -64,8 +74,10 @@ class _Spans:
 
     def owner_of_params(self, byte: int) -> int | None:
         """The function whose parameter list holds `byte` (a parameter's declaration)."""
-        for lo, hi, idx in self.params:
-            if lo <= byte < hi:
+        for lo, hi, idx in self.params:  # sorted by start: none after `byte` can hold it
+            if lo > byte:
+                break
+            if byte < hi:
                 return idx
         return None
 
@@ -79,6 +91,20 @@ class _Spans:
                 break
             i -= 1
         return best
+
+
+class _Lines:
+    """1-based line of a byte offset, by bisection over the newline offsets (counting the
+    newlines before each function head made extraction quadratic in the file's length)."""
+
+    def __init__(self, src: bytes):
+        self.src = src
+        self.newlines: list[int] | None = None
+
+    def line_of(self, byte: int) -> int:
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer(rb"\n", self.src)]
+        return bisect.bisect_left(self.newlines, byte) + 1
 
 
 def _function_declarator(fn):
@@ -121,10 +147,12 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     symbols: list[Symbol] = []
     spans: list[tuple[int, int, int]] = []
     arity: dict[str, tuple[int, int]] = {}
+    newlines = _Lines(src)
     param_spans: list[tuple[int, int, int]] = []
     for m in found["cuda-functions"]:
         fn, body = m["function"][0], m["body"][0]
-        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
+        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts,
+                           newlines)
         if sym is None:
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
@@ -349,7 +377,8 @@ def _lambda_param_refs(ident, name, idx, calls_by_name, pointers) -> list:
     return out
 
 
-def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts) -> Symbol | None:
+def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts,
+                 newlines: "_Lines") -> Symbol | None:
     decl = _function_declarator(fn)
     if decl is None:
         return None
@@ -452,7 +481,7 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     else:
         kind = HOST
 
-    start_line = templates[-1].start_point[0] + 1 if templates else src.count(b"\n", 0, head_start) + 1
+    start_line = templates[-1].start_point[0] + 1 if templates else newlines.line_of(head_start)
     tparams = None
     if templates:
         plist = []

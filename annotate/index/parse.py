@@ -62,7 +62,7 @@ def in_document_order(nodes: list) -> list:
 
 
 @functools.cache
-def _combined(language: str, names: tuple[str, ...], extra: tuple[tuple[str, str], ...]):
+def combined_query(language: str, names: tuple[str, ...], extra: tuple[tuple[str, str], ...]):
     """One query made of several (`queries/<name>.scm` and (name, source) pairs), and the name
     each of its patterns came from."""
     from tree_sitter import Query
@@ -80,7 +80,7 @@ def run_queries(language: str, node, names: tuple[str, ...], extra: tuple[tuple[
     it again): name -> its matches, in the order the query alone gives them."""
     from tree_sitter import QueryCursor
 
-    q, owner = _combined(language, names, extra)
+    q, owner = combined_query(language, names, extra)
     out: dict[str, list[dict[str, list]]] = {n: [] for n in owner}
     cursor = QueryCursor(q)
     for idx, m in cursor.matches(node):
