@@ -559,6 +559,10 @@ def index_directory(upstream: str, root: Path, paths: list[str] | None = None,
 
 def fetched_roots(config: Config, upstreams: list[str] | None = None) -> dict[str, Path]:
     """upstream -> checkout root of every fetched pin (the fetch stage decides what 'fetched' is)."""
+    return _fetched(config, upstreams)[1]
+
+
+def _fetched(config: Config, upstreams: list[str] | None) -> tuple[dict, dict[str, Path]]:
     from annotate.upstreams import checkout_root, load_upstreams
 
     pins = load_upstreams(config)
@@ -579,16 +583,14 @@ def fetched_roots(config: Config, upstreams: list[str] | None = None) -> dict[st
             root = cand if cand.is_dir() else None
         if root is not None:
             out[n] = Path(root)
-    return out
+    return pins, out
 
 
 def load_index(config: Config, upstreams: list[str] | None = None, progress: bool = False) -> Index:
     """The index of every fetched pin (or of `upstreams`), cached by content in config.index_dir().
     Warm, it opens one snapshot per upstream and hashes no file whose stat data is unchanged;
     it writes nothing and takes no lock unless something has to be (re)built."""
-    from annotate.upstreams import load_upstreams
-
-    roots = fetched_roots(config, upstreams)
+    pins, roots = _fetched(config, upstreams)
     if not roots:
         which = ", ".join(upstreams) if upstreams else "no pinned upstream"
         raise AnnotateError(f"{which} is not fetched into {config.cache_dir}",
@@ -597,7 +599,6 @@ def load_index(config: Config, upstreams: list[str] | None = None, progress: boo
     if missing:
         raise AnnotateError(f"{', '.join(missing)} is not fetched into {config.cache_dir}",
                             hint=f"run `annotate fetch {' '.join(missing)}` first")
-    pins = load_upstreams(config)
     trees = [_Tree(up, root, [p for p in pins[up].index_paths() if (root / p).exists()], config)
              for up, root in roots.items()]
     stores = _open_or_build(trees, config, progress)

@@ -24,7 +24,7 @@ import os
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
-from urllib.request import pathname2url
+from urllib.parse import quote
 
 from annotate.errors import AnnotateError
 from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol, symbol_key
@@ -164,6 +164,12 @@ def create_store(path: Path | None, meta: dict[str, str], extracted: dict, resol
 
 # ---- reading ---------------------------------------------------------------------------------
 
+def _connect_ro(path: Path) -> sqlite3.Connection:
+    # immutable: the file never changes once renamed into place, so no locks, no journal
+    uri = f"file:{quote(str(path), safe='/')}?mode=ro&immutable=1"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+
 def _length_ok(path: Path) -> bool:
     """The header's page size times page count is the file's length (a truncated copy fails)."""
     with open(path, "rb") as f:
@@ -184,8 +190,7 @@ def open_store(path: Path, expect: dict[str, str]) -> "Store":
     try:
         if not _length_ok(path):
             raise _store_error(where, "not a complete SQLite file")
-        uri = f"file:{pathname2url(str(path))}?mode=ro&immutable=1"
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        conn = _connect_ro(path)
     except FileNotFoundError:
         raise StoreError(f"{where}: no such index snapshot") from None
     except (OSError, sqlite3.Error) as exc:
@@ -238,8 +243,7 @@ class Store:
         # A connection must not cross fork() (the site renders in forked workers): a child
         # opens its own. An in-memory store has no file to share and is used as inherited.
         if self._pid != os.getpid() and self.path is not None:
-            self._conn_ = sqlite3.connect(f"file:{pathname2url(str(self.path))}?mode=ro&immutable=1", uri=True,
-                                          check_same_thread=False)
+            self._conn_ = _connect_ro(self.path)
             self._pid = os.getpid()
         return self._conn_
 
