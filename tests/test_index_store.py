@@ -68,18 +68,24 @@ def test_stored_equals_built_in_memory(tree, tmp_config):
 
 
 def test_indexed_queries_agree_with_the_whole_index(tree, tmp_config):
+    # `ix` answers by SQL queries; `loaded` from memory once files() has read everything
     ix = index_directory("demo", tree, config=tmp_config)
-    files = ix.files()
+    loaded = index_directory("demo", tree, config=tmp_config)
+    files = loaded.files()
     edges = [e for fi in files for e in fi.edges]
     facts = [f for fi in files for f in fi.facts]
     syms = [s for fi in files for s in fi.symbols]
     assert len(syms) > 8 and any(e.callees for e in edges) and facts
     for s in syms:
         assert ix.symbol(s.key) == s
-        assert ix.callees(s) == sorted((e for e in edges if e.caller == s.key), key=lambda e: (e.line, e.column))
-        assert ix.callers(s) == sorted((e for e in edges if s.key in e.callees),
-                                       key=lambda e: (e.path, e.line, e.column))
-        assert ix.facts(s) == sorted((f for f in facts if f.symbol == s.key), key=lambda f: (f.line, f.kind))
+        callees = sorted((e for e in edges if e.caller == s.key), key=lambda e: (e.line, e.column))
+        callers = sorted((e for e in edges if s.key in e.callees), key=lambda e: (e.path, e.line, e.column))
+        mine = sorted((f for f in facts if f.symbol == s.key), key=lambda f: (f.line, f.kind))
+        assert ix.callees(s) == loaded.callees(s) == callees
+        assert ix.callers(s) == loaded.callers(s) == callers
+        assert ix.facts(s) == loaded.facts(s) == mine
+        assert ix.callgraph(s, depth=3) == loaded.callgraph(s, depth=3)
+        assert ix.callgraph(s, reverse=True, depth=3) == loaded.callgraph(s, reverse=True, depth=3)
         assert s in ix.find(s.qualified_name) and s in ix.find(s.name)
         assert ix.enclosing("demo", s.path, s.body_start_line) is not None
     for fi in files:

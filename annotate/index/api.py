@@ -39,6 +39,7 @@ class Index:
         self.stats = stats or {}
         self._sources: dict[tuple[str, str], str] = {}
         self._loaded: dict[str, dict[str, FileIndex]] = {}  # upstream -> path -> FileIndex, once asked
+        self._graphs: dict[str, _Graph] = {}  # upstream -> edges and facts by key, once loaded
         self._memo: dict = {}
 
     @classmethod
@@ -87,6 +88,9 @@ class Index:
         got = self._loaded.get(upstream)
         if got is None:
             got = self._loaded[upstream] = self._stores[upstream].load()
+            # Whoever reads everything (the site) then asks about every function: from here on
+            # edges and facts come from memory, built now so that forked workers share them.
+            self._graphs[upstream] = _Graph(got.values())
         return got
 
     def files(self, upstream: str | None = None) -> list[FileIndex]:
@@ -183,12 +187,15 @@ class Index:
 
     # -- graph and facts --
     def _edges(self, key: str, reverse: bool) -> list[CallEdge]:
-        st = self._stores.get(key.partition(":")[0])
+        up = key.partition(":")[0]
+        st, g = self._stores.get(up), self._graphs.get(up)
         if st is None:
             return []
         if reverse:
-            return sorted(st.callers(key), key=lambda e: (e.path, e.line, e.column))
-        return sorted(st.callees(key), key=lambda e: (e.line, e.column))
+            edges = g.callers.get(key, []) if g is not None else st.callers(key)
+            return sorted(edges, key=lambda e: (e.path, e.line, e.column))
+        edges = g.callees.get(key, []) if g is not None else st.callees(key)
+        return sorted(edges, key=lambda e: (e.line, e.column))
 
     def callees(self, sym: Symbol) -> list[CallEdge]:
         return self._edges(sym.key, False)
@@ -197,8 +204,11 @@ class Index:
         return self._edges(sym.key, True)
 
     def facts(self, sym: Symbol) -> list[MemoryFact]:
-        st = self._stores.get(sym.upstream)
-        return sorted(st.facts(sym.key), key=lambda f: (f.line, f.kind)) if st is not None else []
+        st, g = self._stores.get(sym.upstream), self._graphs.get(sym.upstream)
+        if st is None:
+            return []
+        facts = g.facts.get(sym.key, []) if g is not None else st.facts(sym.key)
+        return sorted(facts, key=lambda f: (f.line, f.kind))
 
     def callgraph(self, sym: Symbol, reverse: bool = False, depth: int = 1) -> list[CallEdge]:
         """Edges reachable from `sym` within `depth` steps (callers' edges when reverse)."""
@@ -239,6 +249,23 @@ class Index:
         if key not in self._memo:
             self._memo[key] = make()
         return self._memo[key]
+
+
+class _Graph:
+    """Edges and facts of a loaded upstream by Symbol.key, in store order (what the store's
+    queries answer, without a query per function)."""
+
+    def __init__(self, files):
+        self.callees: dict[str, list[CallEdge]] = {}
+        self.callers: dict[str, list[CallEdge]] = {}
+        self.facts: dict[str, list[MemoryFact]] = {}
+        for fi in files:
+            for e in fi.edges:
+                self.callees.setdefault(e.caller, []).append(e)
+                for k in dict.fromkeys(e.callees):
+                    self.callers.setdefault(k, []).append(e)
+            for f in fi.facts:
+                self.facts.setdefault(f.symbol, []).append(f)
 
 
 def _ordered(syms: list[Symbol]) -> list[Symbol]:
