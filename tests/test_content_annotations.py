@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from annotate.index.model import bare_name
+
 REPO = Path(__file__).resolve().parent.parent
 ANN = REPO / "annotations"
 COURSES = ANN / "courses"
@@ -136,7 +138,7 @@ def test_refs_and_anchors_exist_at_the_pins(pinned, real_config, upstream: str):
         assert src.is_file(), f"{p}: {doc['path']} not in the pin"
         text = squash(src.read_text(encoding="utf-8", errors="replace"))
         for name, fn in doc["functions"].items():
-            assert name.split("::")[-1].split(".")[-1] in text, f"{p}: {name} not in {doc['path']}"
+            assert bare_name(name) in text, f"{p}: {name} not in {doc['path']}"
             for n in fn.get("notes", []):
                 assert squash(n["at"]) in text, f"{p}: {name}: anchor {n['at']!r} not in {doc['path']}"
     for c in _course_files():

@@ -84,7 +84,7 @@ def edge_json(index, e) -> dict:
         "via": e.via,
         "resolved": bool(targets),
         "ambiguous": len(qnames) > 1,
-        "callees": [f"{t.upstream}:{t.qualified_name}@{t.path}:{t.start_line}" for t in targets],
+        "callees": [t.key for t in targets],
         "caller_key": caller.key,
     }
 

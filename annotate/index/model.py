@@ -179,7 +179,7 @@ def parse_symbol(spec: str, upstreams: Collection[str]) -> SymbolSpec:
             upstream, rest = head, tail
         elif head and "::" not in head and "@" not in head:
             raise UsageError(f"unknown upstream '{head}' in '{spec}'",
-                             hint="known upstreams: " + ", ".join(upstreams))
+                             hint="indexed upstreams: " + ", ".join(upstreams))
     path = line = None
     if "@" in rest:
         rest, _, loc = rest.partition("@")

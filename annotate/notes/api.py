@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from annotate.config import Config
 from annotate.errors import Diagnostic
-from annotate.index.model import SOURCE_SUFFIXES, bare_name
+from annotate.index.model import SOURCE_SUFFIXES, bare_name, split_key
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
 
@@ -485,7 +485,7 @@ def _load_function(config, index, loaded, disp, p, upstream, path, name, raw, so
         for e in edges:
             names.add(e.callee_name)
             for k in e.callees:
-                names.add(k.split(":", 1)[-1].split("@", 1)[0])
+                names.add(split_key(k)[1])
         norm = {n.split("<", 1)[0].replace(" ", "") for n in names}
         for callee in doc.calls:
             c = callee.split("<", 1)[0].replace(" ", "")
