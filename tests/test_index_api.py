@@ -153,8 +153,8 @@ def test_old_snapshots_are_pruned(tmp_path, tmp_config):
 def test_unreadable_grammar_input_is_a_diagnostic_not_a_crash(tmp_path):
     ix = index_snippets(tmp_path, {"bad.cu": "}}}} template <<< ((( \x00 garbage", "ok.cu": "void f() {}\n"})
     assert [s.name for s in ix.symbols_in("demo", "ok.cu")] == ["f"]
-    assert ix.file("demo", "bad.cu").symbols == ()
-    assert all(d.severity == "warning" and d.file.startswith("demo:") for d in ix.diagnostics())
+    assert ix.file("demo", "bad.cu").symbols == () and ix.file("demo", "bad.cu").error_nodes > 0
+    # a file the extractor itself fails on is a warning naming it: tests/test_index_store.py
 
 
 def test_load_index_without_pins_says_to_fetch(tmp_config):

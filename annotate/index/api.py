@@ -333,6 +333,11 @@ def _extract_one(args):
     upstream, root, path, blob = args
     try:
         data = (Path(root) / path).read_bytes()
+        # the blob of what was parsed, should the file have changed since it was hashed: a
+        # snapshot's per-file blob always describes its extraction (reuse goes by it)
+        from annotate.fetch.lock import git_blob_id
+
+        blob = git_blob_id(data)
         ex = extract_full(upstream, path, data)
     except Exception as exc:  # one unparsable file must not end the run; it is reported
         return Extracted(FileIndex(upstream=upstream, path=path, blob=blob, language=language_of(path) or "cuda",
