@@ -10,7 +10,8 @@ import time
 import pytest
 
 from annotate.errors import AnnotateError, UsageError
-from annotate.index.api import build_upstream, index_directory, load_index
+from annotate.index.api import index_directory, load_index
+from annotate.index.build import build_upstream
 from tests.index_support import index_snippets, write_tree
 
 A = """

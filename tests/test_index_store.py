@@ -14,7 +14,8 @@ import pytest
 
 from annotate.errors import AnnotateError
 from annotate.index import cache
-from annotate.index.api import Index, build_upstream, index_directory, load_index
+from annotate.index.api import Index, index_directory, load_index
+from annotate.index.build import build_upstream
 from annotate.index.model import IndexView
 from annotate.index.store import StoreError, open_store
 from tests.index_support import write_tree

@@ -376,6 +376,26 @@ class Store:
             if was:
                 gc.enable()
 
+    def _rows(self, files: dict, few: bool, resolved: bool) -> tuple[list, list, list, list, list]:
+        """Rows of symbols, edges, targets, facts of `files` (file id -> row), and (id, qualified
+        name, line, path) of targets outside them: indexed queries for a few files, else whole
+        tables (filtered while assembling)."""
+        if not few:
+            return (self._q("SELECT * FROM symbols ORDER BY id"), self._q("SELECT * FROM edges ORDER BY id"),
+                    self._q("SELECT edge, symbol FROM targets ORDER BY edge, pos") if resolved else [],
+                    self._q("SELECT file, symbol, kind, detail, line, rule FROM facts ORDER BY id"), [])
+        of = "(SELECT value FROM json_each(?))"
+        sym_rows = self._q(f"SELECT * FROM symbols WHERE file IN {of} ORDER BY id", (json.dumps(list(files)),))
+        sym_ids = json.dumps([r[0] for r in sym_rows])
+        edge_rows = self._q(f"SELECT * FROM edges WHERE caller IN {of} ORDER BY id", (sym_ids,))
+        target_rows = self._q(f"SELECT edge, symbol FROM targets WHERE edge IN {of} ORDER BY edge, pos",
+                              (json.dumps([r[0] for r in edge_rows]),)) if resolved else []
+        fact_rows = self._q(f"SELECT file, symbol, kind, detail, line, rule FROM facts WHERE symbol IN {of}"
+                            " ORDER BY id", (sym_ids,))
+        outside = self._q("SELECT s.id, s.qualified_name, s.start_line, f.path FROM symbols s JOIN files f ON"
+                          f" f.id = s.file WHERE s.id IN {of}", (json.dumps([t for _, t in target_rows]),))
+        return sym_rows, edge_rows, target_rows, fact_rows, outside
+
     def _load(self, only: set[str] | None, resolved: bool) -> dict:
         from annotate.index.extract import Extracted
 
@@ -383,25 +403,8 @@ class Store:
         files = {fid: row for fid, *row in self._q("SELECT id, path, blob, language, includes, raw_includes,"
                                                      " error_nodes, diagnostics FROM files ORDER BY path")
                  if only is None or row[0] in only}
-        if only is not None and len(files) <= 64:  # a few files: indexed queries, not a full read
-            ids = json.dumps(list(files))
-            of_files = "(SELECT value FROM json_each(?))"
-            sym_rows = self._q(f"SELECT * FROM symbols WHERE file IN {of_files} ORDER BY id", (ids,))
-            json_ids = json.dumps([r[0] for r in sym_rows])
-            edge_rows = self._q(f"SELECT * FROM edges WHERE caller IN {of_files} ORDER BY id", (json_ids,))
-            json_edges = json.dumps([r[0] for r in edge_rows])
-            target_rows = self._q(f"SELECT edge, symbol FROM targets WHERE edge IN {of_files} ORDER BY edge, pos",
-                                  (json_edges,)) if resolved else []
-            fact_rows = self._q(f"SELECT file, symbol, kind, detail, line, rule FROM facts WHERE symbol IN {of_files}"
-                                " ORDER BY id", (json_ids,))
-            outside = self._q("SELECT s.id, s.qualified_name, s.start_line, f.path FROM symbols s JOIN files f ON"
-                              f" f.id = s.file WHERE s.id IN {of_files}", (json.dumps([t for _, t in target_rows]),))
-        else:
-            sym_rows = self._q("SELECT * FROM symbols ORDER BY id")
-            edge_rows = self._q("SELECT * FROM edges ORDER BY id")
-            target_rows = self._q("SELECT edge, symbol FROM targets ORDER BY edge, pos") if resolved else []
-            fact_rows = self._q("SELECT file, symbol, kind, detail, line, rule FROM facts ORDER BY id")
-            outside = []
+        few = only is not None and len(files) <= 64  # a few files: indexed queries, not a full read
+        sym_rows, edge_rows, target_rows, fact_rows, outside = self._rows(files, few, resolved)
         paths = self.paths_by_id() if only is not None and resolved else {}
         syms: dict[int, list[Symbol]] = defaultdict(list)
         key_of: dict[int, str] = {sid: symbol_key(up, qn, path, sl) for sid, qn, sl, path in outside}
