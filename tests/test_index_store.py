@@ -278,3 +278,26 @@ def test_read_only_cache_with_a_damaged_snapshot_indexes_in_memory(read_only_pin
     assert ix.resolve("ns::mid").path == "include/a.cuh" and not ix.stats["flashinfer"]["resolved_cache"]
     assert err.count("\n") == 1 and "read-only" in err and str(snap) in err
     assert _state(cfg.cache_dir) == before
+
+
+def test_worker_count_comes_from_the_config(tmp_path, monkeypatch):
+    """$ANNOTATE_INDEX_JOBS reaches the pool through Config.index_jobs(), not os.environ."""
+    import multiprocessing
+
+    from annotate.config import Config
+    from annotate.index import build
+
+    root = write_tree(tmp_path / "src", {f"include/f{i}.cuh": f"__device__ int f{i}(int x) {{ return x + {i}; }}\n"
+                                         for i in range(45)})  # enough files for a pool by default
+    seen, workers = [], build._workers
+    monkeypatch.setattr(build, "_workers", lambda n, jobs=None: seen.append(jobs) or workers(n, jobs))
+
+    def no_pool(*_a, **_k):
+        raise AssertionError("a process pool was started although the Config asks for one worker")
+
+    monkeypatch.setattr(multiprocessing, "get_context", no_pool)
+    monkeypatch.setenv("ANNOTATE_INDEX_JOBS", "4")  # not the Config's environment: ignored
+    config = Config.load(environ={"ANNOTATE_INDEX_JOBS": "1"}, cache_dir=tmp_path / "cache")
+    ix = index_directory("demo", root, config=config)
+    assert seen == [1] and len(ix.paths("demo")) == 45
+    assert workers(45, 3) == 3 and workers(10) == 1
