@@ -3,7 +3,7 @@ demo repository: one test (at least) per class of the problems a hostile read of
 Each must end in the right result or one clear line and a non-zero exit, never a traceback, and
 nothing outside what the command owns may change.
 
-(The index cache's own classes — a pickle of the wrong type, a read-only cache — and the run
+(The index cache's own classes — a damaged or foreign snapshot, a read-only cache — and the run
 records are the index's and the harness's tests.)
 """
 
