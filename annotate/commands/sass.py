@@ -103,8 +103,8 @@ def select(record, only: str | None):
 def statement_spans(source: str, facts) -> dict[tuple[str, int], tuple[int, int]]:
     """(rule, line) -> (first, last) line of the statement holding that fact, from the same
     tree-sitter parse and rules the index uses."""
-    from annotate.index.facts import apply_rules, find_fact_nodes
-    from annotate.index.parse import parser, prepare_cuda
+    from annotate.index.facts import apply_rules, fact_query_source
+    from annotate.index.parse import captured, parser, prepare_cuda, run_queries
 
     wanted = {(f.rule, f.line) for f in facts}
     root = parser("cuda").parse(prepare_cuda(source.encode("utf-8"))).root_node
@@ -113,7 +113,8 @@ def statement_spans(source: str, facts) -> dict[tuple[str, int], tuple[int, int]
             "template_declaration", "function_definition", "lambda_expression"}
     simple = {"expression_statement", "declaration", "return_statement", "field_declaration"}
     out: dict[tuple[str, int], tuple[int, int]] = {}
-    for node in find_fact_nodes(root):
+    found = run_queries("cuda", root, (), (("facts", fact_query_source()),))
+    for node in captured(found["facts"], "n"):
         line = node.start_point[0] + 1
         rules = [r.id for r, _ in apply_rules(node) if (r.id, line) in wanted]
         if not rules:
@@ -136,10 +137,9 @@ def fact_sites(index, files) -> list:
     sites = []
     for f in files:
         upstream, _, path = f.partition(":")
-        try:
-            fi = index.file(upstream, path)
-        except (UsageError, KeyError):
+        if not index.has_file(upstream, path):
             continue
+        fi = index.file(upstream, path)
         if not fi.facts:
             continue
         spans = statement_spans(index.source(upstream, path), fi.facts)
