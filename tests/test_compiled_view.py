@@ -5,6 +5,7 @@ are complete for the catalog, small, and hold no machine path or upstream text."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -27,7 +28,7 @@ def _record(kernel: str, arch: str) -> SassRecord:
     b = SassFunction(mangled="_ZB", name="void flashinfer::K<2u>(P)", instructions=1, mix={"SHFL.BFLY": 1},
                      files=(SassFile(path=DECODE, lines=(SassLine(line=12, counts={"SHFL.BFLY": 1},
                                                                   sass=("0010 SHFL.BFLY PT, R3, R2, 0x10, 0x1f",)),)),))
-    return SassRecord(kernel=kernel, arch=arch, functions=(a, b))
+    return SassRecord(kernel=kernel, arch=arch, key=f"{kernel}-{arch}-key", functions=(a, b))
 
 
 @pytest.fixture
@@ -58,6 +59,9 @@ def test_everything_of_one_kernel_is_read_typed(repo):
     assert view.record("90").kernel == "k" and view.record("75") is None
     assert view.fact_report("90").facts[0].status == "confirmed" and view.fact_report("80") is None
     assert view.card("90").identical and [p.shape for p in view.profiles] == ["s1"]
+    assert not view.profile_is_current(view.profiles[0])  # attributed with no SASS record
+    assert view.profile_is_current(dataclasses.replace(view.profiles[0], sass_record="k-80-key"))
+    assert not view.profile_is_current(dataclasses.replace(view.profiles[0], sass_record="k_other-90-key"))
     assert view.files() == [DECODE]
     assert len(compiled.compiled_paths(repo, "k")) == 5
 
@@ -116,6 +120,10 @@ def test_every_catalog_kernel_has_its_compiled_view_committed():
         assert view.record("90") is not None and view.fact_report("90") is not None, name
         assert view.card("90") is not None and view.card("90").identical, name
         assert any(f.files for f in view.record("90").functions), name  # featured kernels keep their lines
+        for p in view.profiles:  # a current profile's kernels are the record's
+            if view.profile_is_current(p):
+                names = {f.mangled for r in view.sass for f in r.functions}
+                assert any(k.mangled in names for k in p.kernels), (name, p.shape)
 
 
 def test_committed_records_are_small_and_hold_no_machine_path_or_quoted_source():

@@ -73,6 +73,12 @@ class CompiledView:
     def card(self, arch: str) -> IdentityCard | None:
         return next((c for c in self.identity if c.arch == arch), None)
 
+    def profile_is_current(self, rec: ProfileRecord) -> bool:
+        """Whether a profile was attributed with the SASS record of a build committed now (the
+        same build key): otherwise it measured an older build of the harness, whose lines and
+        kernels may differ from the records' (show it as such, or not at all)."""
+        return rec.sass_record is not None and any(r.key == rec.sass_record for r in self.sass)
+
     def files(self) -> list[str]:
         """Every source file (`upstream:path`) with per-line SASS in any record."""
         return sorted({f for r in self.sass for f in r.files()})
