@@ -13,6 +13,7 @@ Markdown arrives here already rendered and sanitised (`markupsafe.Markup`, see
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from markupsafe import Markup
 
@@ -51,14 +52,17 @@ class XRef:
 
 
 @dataclass(frozen=True)
-class FactMark:
-    """An auto-detected memory-access fact, drawn as a small marker on its line."""
+class Mark:
+    """A small marker at the end of a source line. Marks come from several sources, each a
+    function in `site_builder.file_pages.MARK_SOURCES` (today the index's memory facts); a
+    new source adds marks without touching the page model or the templates."""
 
-    kind: str
-    detail: str
+    source: str  # the source that made it ("fact")
+    kind: str  # the source's own category (a fact kind)
     line: int
-    css: str  # the marker's colour class (names.fact_class)
-    abbr: str  # the two-letter label on the marker
+    abbr: str  # the short label on the marker
+    css: str  # its colour class
+    detail: str  # what it stands for (the hover text)
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,15 @@ class LegendEntry:
 
 
 @dataclass(frozen=True)
+class Legend:
+    """The key to one source's marks, at the top of the page."""
+
+    source: str
+    title: str
+    entries: tuple[LegendEntry, ...]
+
+
+@dataclass(frozen=True)
 class MemoryView:
     what: TextView | None
     path: str
@@ -80,23 +93,75 @@ class MemoryView:
 @dataclass(frozen=True)
 class CallNote:
     callee: Link
+    text: TextView | None
+
+
+# ---- panels: what is drawn around a definition ------------------------------------------------
+# A definition (today a function) carries two lists of small typed panels: `head`, under its
+# heading, and `aside`, in the notes column. Each panel type names the macro that draws it in
+# templates/panels.html.jinja2; sources (site_builder.file_pages.PANEL_SOURCES) make them. A new
+# kind of panel is a dataclass here, a macro there and a source function: the page loop, the
+# section layout and the other panels stay as they are.
+
+
+class Panel:
+    """Base of every panel: `macro` names its macro, `place` is "head" or "aside"; the
+    dataclasses below add `order` (position among the panels of that place) and their data."""
+
+    macro: ClassVar[str] = ""
+    place: ClassVar[str] = "aside"
+
+
+@dataclass(frozen=True)
+class TextPanel(Panel):
+    """A titled piece of the reviewer's text (summary, decomposition, ...)."""
+
+    macro: ClassVar[str] = "text_panel"
+    order: int
+    title: str
     text: TextView
 
 
 @dataclass(frozen=True)
+class MemoryPanel(Panel):
+    macro: ClassVar[str] = "memory_panel"
+    order: int
+    items: tuple[MemoryView, ...]
+
+
+@dataclass(frozen=True)
+class CallNotesPanel(Panel):
+    macro: ClassVar[str] = "calls_panel"
+    order: int
+    calls: tuple[CallNote, ...]
+
+
+@dataclass(frozen=True)
+class MarkListPanel(Panel):
+    """A definition's marks of one source, listed, each linking to its line."""
+
+    macro: ClassVar[str] = "marks_panel"
+    order: int
+    title: str
+    marks: tuple[Mark, ...]
+
+
+@dataclass(frozen=True)
+class NoteLinksPanel(Panel):
+    """Where the note leads: course steps and the runnable harness."""
+
+    macro: ClassVar[str] = "links_panel"
+    order: int
+    courses: tuple[Link, ...]
+    harness: Link | None  # the runs page of the kernel named by `harness:` (plain text if none)
+
+
+@dataclass(frozen=True)
 class NoteView:
-    """A reviewer's annotation of one function, ready to show."""
+    """The state of a reviewer's annotation of one definition (its text is in the panels)."""
 
     status: str  # "ok" | "stale" | ...
     status_message: str  # why it is not ok ("" when ok)
-    summary: TextView | None
-    decomposition: TextView | None
-    memory: tuple[MemoryView, ...]
-    sync: TextView | None
-    first_look: TextView | None
-    calls: tuple[CallNote, ...]
-    courses: tuple[Link, ...]
-    harness: Link | None  # the runs page of the kernel named by `harness:` (plain text if none)
 
     @property
     def stale(self) -> bool:
@@ -139,7 +204,35 @@ class CallGraph:
 
 
 @dataclass(frozen=True)
-class FunctionView:
+class XRefPanel(Panel):
+    """Callers, calls and launches of a function (folded unless it is annotated)."""
+
+    macro: ClassVar[str] = "xrefs_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    callers: tuple[XRef, ...]
+    callees: tuple[XRef, ...]
+    launches: tuple[XRef, ...]
+    more_callers: int  # callers not listed (a helper with hundreds of callers lists a few)
+    open: bool
+
+    @property
+    def caller_count(self) -> int:
+        return len(self.callers) + self.more_callers
+
+
+@dataclass(frozen=True)
+class GraphPanel(Panel):
+    macro: ClassVar[str] = "graph_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    graph: CallGraph
+
+
+@dataclass(frozen=True)
+class DefinitionView:
+    """One definition of the file (today: a function) with everything drawn around it."""
+
     key: str  # Symbol.key
     anchor: str  # names.symbol_anchor(key)
     name: str
@@ -148,24 +241,21 @@ class FunctionView:
     signature: str
     start_line: int
     end_line: int
-    callers: tuple[XRef, ...]
-    callees: tuple[XRef, ...]
-    launches: tuple[XRef, ...]
-    facts: tuple[FactMark, ...]
-    note: NoteView | None
-    more_callers: int  # callers not listed (a helper with hundreds of callers lists a few)
-    inline_notes: tuple[InlineNoteView, ...]
-    graph: CallGraph | None
     source_url: str
-    harnesses: tuple[Link, ...] = ()  # runs pages of the harness kernels whose spec names this symbol
-
-    @property
-    def caller_count(self) -> int:
-        return len(self.callers) + self.more_callers
+    note: NoteView | None  # a reviewer annotated it
+    harnesses: tuple[Link, ...]  # runs pages of the harness kernels whose spec names it
+    head: tuple[Panel, ...]  # under the heading, by order
+    aside: tuple[Panel, ...]  # in the notes column, by order
+    marks: tuple[Mark, ...]  # its lines' marks, every source
+    inline_notes: tuple[InlineNoteView, ...]
 
     @property
     def annotated(self) -> bool:
         return self.note is not None
+
+    @property
+    def has_aside(self) -> bool:
+        return self.note is not None or bool(self.aside)
 
 
 @dataclass(frozen=True)
@@ -199,10 +289,10 @@ class FilePlan:
     commit: str
     crumbs: tuple[Crumb, ...]
     overview: TextView | None
-    functions: tuple[FunctionView, ...]  # by start line
+    functions: tuple[DefinitionView, ...]  # by start line
     links: tuple[CodeLink, ...]
-    facts: tuple[FactMark, ...]
-    legend: tuple[LegendEntry, ...]
+    marks: tuple[Mark, ...]  # every line mark of the file, by line
+    legends: tuple[Legend, ...]  # one per mark source that has marks here
     diagnostics: tuple[str, ...]
 
 
@@ -210,7 +300,7 @@ class FilePlan:
 class CodeLine:
     no: int
     pieces: tuple[Piece, ...]
-    marks: tuple[FactMark, ...]
+    marks: tuple[Mark, ...]
     noted: bool  # an inline note is anchored here
 
 
@@ -234,7 +324,7 @@ class Section:
     the function-level notes and the call graph.
     """
 
-    function: FunctionView | None
+    function: DefinitionView | None
     head: bool
     rows: tuple[Row, ...]
     extra_anchors: tuple[str, ...] = ()  # functions that start here but own no line of their own
@@ -353,7 +443,7 @@ class CoursePage:
 
 # ---- harness results (runs/<kernel>.html) ---------------------------------------------------
 # Every value below comes from a run record (data): numbers are formatted to text in
-# site_builder.pages and the templates escape all of it.
+# site_builder.run_views and the templates escape all of it.
 
 
 @dataclass(frozen=True)

@@ -72,15 +72,16 @@ def asset_files() -> dict[str, bytes]:
 # The templates each kind of page is made from: a page's key changes only when one of them
 # does (a CSS or JS edit renders no page again; a home-page edit renders only the home page).
 COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
-PAGE_TEMPLATES = {names.SOURCE_DIR: "file.html.jinja2", names.COURSES_DIR: "course.html.jinja2",
-                  names.INDEX_PAGE: "index.html.jinja2", names.RUNS_DIR: "runs.html.jinja2"}
+PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2"),
+                  names.COURSES_DIR: ("course.html.jinja2",), names.INDEX_PAGE: ("index.html.jinja2",),
+                  names.RUNS_DIR: ("runs.html.jinja2",)}
 
 
 def templates_key(page: str) -> str:
     """Part of the cache key of `page` (a path in the site)."""
-    own = next((t for prefix, t in PAGE_TEMPLATES.items() if page.startswith(prefix)), None)
+    own = next((t for prefix, t in PAGE_TEMPLATES.items() if page.startswith(prefix)), ())
     h = hashlib.sha256(repr(STYLESHEETS).encode())
-    for name in COMMON_TEMPLATES + ((own,) if own else ()):
+    for name in COMMON_TEMPLATES + own:
         h.update(name.encode() + b"\0" + _read(TEMPLATES_DIR / name))
     return h.hexdigest()[:16]
 

@@ -19,6 +19,7 @@ from annotate.project import Project
 from annotate.terminal import echo
 from site_builder import render
 from site_builder.build import build_site, default_out_dir
+from site_builder.context import IndexParts
 from site_builder.output import prepare_out_dir
 
 STAMP_PATH = "/__annotate__/stamp"
@@ -83,7 +84,8 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
     out = prepare_out_dir(out_dir if out_dir is not None else default_out_dir(), force)
     project.index  # fetch and index before watching: the first build is the slow one
     seen = watched_stamp(config)  # before the first build: no save after it goes unseen
-    rep = build_site(project, out, jobs=jobs, force=force)
+    parts = IndexParts()  # the index is kept: so is what the site derives from it alone
+    rep = build_site(project, out, jobs=jobs, force=force, parts=parts)
     echo(f"built {rep.pages_rendered} pages in {rep.seconds:.2f} s")
     state = _State()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), make_handler(out, state))
@@ -100,7 +102,7 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
             if now == seen:
                 continue
             seen = now
-            _rebuild(project.with_fresh_annotations(), out, jobs, state)
+            _rebuild(project.with_fresh_annotations(), out, jobs, state, parts)
     except KeyboardInterrupt:
         pass
     finally:
@@ -109,11 +111,11 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
     return 0
 
 
-def _rebuild(project: Project, out: Path, jobs: int | None, state: _State) -> None:
+def _rebuild(project: Project, out: Path, jobs: int | None, state: _State, parts: IndexParts) -> None:
     render.environment.cache_clear()  # templates may have changed
     t = time.perf_counter()
     try:
-        rep = build_site(project, out, jobs=jobs, force=True)
+        rep = build_site(project, out, jobs=jobs, force=True, parts=parts)
     except Exception as exc:  # noqa: BLE001 - keep serving the last good site; say why
         echo(f"rebuild failed: {type(exc).__name__}: {exc}", err=True)
         return

@@ -1,13 +1,14 @@
 """The site's page model and templates on the demo fixture (tests/data/site).
 
-Snapshot-ish, two artefacts per page: a text dump of the model (tests/data/site/snapshots/
-*.model.txt) and assertions on the HTML. Regenerate the dumps after an intended change with
-`ANNOTATE_UPDATE_SNAPSHOTS=1 pytest tests/test_site_model.py` (or run this file directly).
+Two snapshots per page (tests/data/site/snapshots/): a text dump of the model (`*.model.txt`)
+and the rendered HTML (`*.html`), so that a model change and a template change show up in
+different diffs; plus assertions on the HTML. A missing snapshot fails; after an intended change
+regenerate them with `pytest tests/test_site_model.py --update-snapshots` (or run this file
+directly) and review the diff.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -17,43 +18,57 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from site_support import (  # noqa: E402
-    DATA, DECODE, EVIL_MARKDOWN, NORM, UP, FixtureIndex, demo_annotations, demo_upstream, dump_page,
+    DECODE, EVIL_MARKDOWN, NORM, REPO, SNAPSHOTS, UP, demo_context, dump_model, dump_page,
 )
 
-from site_builder import names, pages  # noqa: E402
+from annotate.config import Config  # noqa: E402
+from site_builder import file_pages, names, site_pages  # noqa: E402
 from site_builder.code import build_page  # noqa: E402
 from site_builder.graph import GNode, layout  # noqa: E402
 from site_builder.highlight import _grammar, highlight  # noqa: E402
 from site_builder.markdown import render_markdown  # noqa: E402
 from site_builder.render import render_course, render_file, render_index, render_search_index  # noqa: E402
 
-SNAPSHOTS = DATA / "snapshots"
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> Config:
+    """The fixture repository (one harness spec, two records); a cache of its own."""
+    return Config.load(environ={}, cache_dir=tmp_path_factory.mktemp("cache"), repo_root=REPO)
 
 
-def _page(path: str, **kw):
-    index = FixtureIndex()
-    ctx = pages.make_context(index, demo_annotations(index, **kw), {UP: demo_upstream()})
-    plan = pages.plan_file(ctx, UP, path)
-    text = index.source(UP, path)
+@pytest.fixture(scope="module")
+def bare_config(tmp_path_factory) -> Config:
+    """A repository root with no harness at all."""
+    root = tmp_path_factory.mktemp("bare")
+    return Config.load(environ={}, cache_dir=root / "cache", repo_root=root)
+
+
+def _page(config: Config, path: str, **kw):
+    ctx = demo_context(config, **kw)
+    plan = file_pages.plan_file(ctx, UP, path)
+    text = ctx.index.source(UP, path)
     return ctx, build_page(plan, text, highlight(text, "cuda"))
 
 
-def _check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("ANNOTATE_UPDATE_SNAPSHOTS") or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed; set ANNOTATE_UPDATE_SNAPSHOTS=1 if intended"
-
-
 @pytest.mark.parametrize("path", [NORM, DECODE])
-def test_model_snapshot(path):
-    _, page = _page(path, stale_decode=True)
-    _check_snapshot(Path(path).name + ".model.txt", dump_page(page))
+def test_file_page_snapshots(config, snapshot, path):
+    _, page = _page(config, path, stale_decode=True)
+    snapshot(SNAPSHOTS / (Path(path).name + ".model.txt"), dump_page(page))
+    snapshot(SNAPSHOTS / (Path(path).name + ".html"), render_file(page))
 
 
-def test_sections_follow_functions_and_notes():
-    _, page = _page(NORM)
+def test_home_course_and_search_snapshots(config, snapshot):
+    ctx = demo_context(config)
+    home = site_pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
+    snapshot(SNAPSHOTS / "index.model.txt", dump_model(home))
+    snapshot(SNAPSHOTS / "index.html", render_index(home))
+    course = site_pages.course_page(ctx, ctx.courses["demo-course"])
+    snapshot(SNAPSHOTS / "course-demo-course.model.txt", dump_model(course))
+    snapshot(SNAPSHOTS / "course-demo-course.html", render_course(course))
+    snapshot(SNAPSHOTS / "search-index.js", render_search_index(site_pages.search_data(ctx)))
+
+
+def test_sections_follow_functions_and_notes(config):
+    _, page = _page(config, NORM)
     heads = [s.function.name for s in page.sections if s.head]
     assert heads == ["shfl_xor_sync", "RMSNormKernel", "RMSNorm"]
     kernel = next(s for s in page.sections if s.head and s.function.name == "RMSNormKernel")
@@ -66,8 +81,8 @@ def test_sections_follow_functions_and_notes():
     assert nos == list(range(1, page.line_count + 1))
 
 
-def test_file_page_html():
-    _, page = _page(NORM)
+def test_file_page_html(config):
+    _, page = _page(config, NORM)
     html = render_file(page)
     # stable line anchors and function anchors
     for n in (1, 12, page.line_count):
@@ -89,8 +104,8 @@ def test_file_page_html():
     assert "rsqrtf</a>" not in html
 
 
-def test_cross_file_links_and_unresolved_names():
-    _, page = _page(DECODE, stale_decode=True)
+def test_cross_file_links_and_unresolved_names(config):
+    _, page = _page(config, DECODE, stale_decode=True)
     html = render_file(page)
     assert '<a href="norm.cuh.html#f-shfl_xor_sync-7">shfl_xor_sync</a>' in html
     assert '<a href="norm.cuh.html#f-RMSNorm-31">RMSNorm</a>' in html
@@ -133,8 +148,8 @@ def test_code_text_escaping():
                       ("s", '"&lt;s&gt;"', None)) or "".join(t for _, t, _ in pieces) == 'f&lt;int&gt;(x) &amp;&amp; "&lt;s&gt;"'
 
 
-def test_hostile_annotation_is_neutralised():
-    _, page = _page(NORM, evil=True)
+def test_hostile_annotation_is_neutralised(config):
+    _, page = _page(config, NORM, evil=True)
     html = render_file(page)
     aside = html[html.index('<aside class="note fn"'):]
     aside = aside[: aside.index("</aside>")]
@@ -151,21 +166,20 @@ def test_markdown_sanitiser():
     assert "<h4>Title</h4>" in html  # headings are demoted below the page's own
 
 
-def test_index_course_and_search():
-    index = FixtureIndex()
-    ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()})
-    idx = pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
+def test_index_course_and_search(bare_config):
+    ctx = demo_context(bare_config)
+    idx = site_pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
     up = idx.upstreams[0]
     assert (up.coverage.functions, up.coverage.annotated) == (6, 2)
     html = render_index(idx)
     assert 'href="https://example.invalid/demo/tree/' in html  # the pin links to its commit
     assert 'href="src/demo/include/demo/norm.cuh.html"' in html
     assert 'href="courses/demo-course.html"' in html
-    course = pages.course_page(ctx, next(iter(ctx.courses.values())))
+    course = site_pages.course_page(ctx, next(iter(ctx.courses.values())))
     chtml = render_course(course)
     assert 'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"' in chtml
     assert '<span class="unres" title="not found in the index">demo:no::such_thing</span>' in chtml
-    js = render_search_index(pages.search_data(ctx))
+    js = render_search_index(site_pages.search_data(ctx))
     assert js.startswith("window.ANNOTATE_SEARCH=") and "demo::RMSNormKernel" in js and "</script" not in js
 
 
@@ -227,5 +241,4 @@ def test_graph_overflow_keeps_the_important_callees():
 
 
 if __name__ == "__main__":
-    os.environ["ANNOTATE_UPDATE_SNAPSHOTS"] = "1"
-    sys.exit(pytest.main([__file__, "-q"]))
+    sys.exit(pytest.main([__file__, "-q", "--update-snapshots"]))

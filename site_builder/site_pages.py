@@ -1,0 +1,94 @@
+"""The pages around the code: the home page (pins, coverage, courses, runnable kernels,
+reviewers' diagnostics), one page per course map, and the client-side search index."""
+
+from __future__ import annotations
+
+import hashlib
+
+from annotate.notes.model import Course
+from site_builder import names
+from site_builder.context import SiteContext, ref_link, text_plain, text_str, text_view
+from site_builder.model import (
+    CourseLink,
+    CoursePage,
+    CourseStepView,
+    CourseView,
+    Coverage,
+    FileRow,
+    IndexPage,
+    UpstreamView,
+)
+from site_builder.run_views import runnable_rows
+
+
+def file_counts(ctx: SiteContext, upstream: str, path: str) -> tuple[int, int, int]:
+    """(functions, annotated, stale) of one rendered file."""
+    fi = ctx.rendered[(upstream, path)]
+    annotated = [ctx.notes[s.key] for s in fi.symbols if s.key in ctx.notes]
+    stale = sum(1 for n in annotated if n.status == "stale")
+    return len(fi.symbols), len(annotated), stale
+
+
+def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> IndexPage:
+    page = names.INDEX_PAGE
+    ups = []
+    for name, up in ctx.upstreams.items():
+        rows = []
+        tf = ta = ts_ = 0
+        for (u, path) in ctx.rendered:
+            if u != name:
+                continue
+            f, a, st = file_counts(ctx, u, path)
+            tf, ta, ts_ = tf + f, ta + a, ts_ + st
+            rows.append(FileRow(path, names.rel_href(page, names.source_page(u, path)),
+                                line_counts.get((u, path), 0), f, a, st))
+        if not rows:
+            continue
+        ups.append(UpstreamView(name, names.upstream_anchor(name), up.title, up.tag, up.commit, up.commit_url(),
+                                up.render, Coverage(tf, ta, ts_), tuple(rows)))
+    courses = tuple(CourseLink(text_str(c.title) or c.id, names.rel_href(page, names.course_page(c.id)),
+                               len(c.steps)) for c in ctx.courses.values())
+    return IndexPage(page, names.root_prefix(page), tuple(ups), courses, ctx.diagnostics + ctx.runs_problems,
+                     runnable_rows(ctx, page), names.runnable_anchor())
+
+
+def course_page(ctx: SiteContext, course: Course) -> CoursePage:
+    page = names.course_page(course.id)
+    steps = tuple(
+        CourseStepView(i + 1, st.id, names.step_anchor(st.id), text_str(st.title) or st.id, text_view(st.text),
+                       tuple(ref_link(ctx, page, r) for r in st.refs))
+        for i, st in enumerate(course.steps)
+    )
+    view = CourseView(course.id, page, text_str(course.title) or course.id, text_view(course.text), steps)
+    return CoursePage(page, names.root_prefix(page), view)
+
+
+def search_digest(ctx: SiteContext) -> str:
+    """What the annotations contribute to the search index (the index's key covers the rest)."""
+    parts = [f"{k}\0{text_plain(n.summary)}\0{text_plain(n.first_look)}" for k, n in sorted(ctx.notes.items())]
+    parts += [f"{c.id}\0{text_str(c.title)}" for c in ctx.courses.values()]
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def search_data(ctx: SiteContext) -> dict:
+    """The client-side search index: pages once, then one compact row per function."""
+    pages: list[str] = []
+    page_no: dict[str, int] = {}
+
+    def number(page: str) -> int:
+        if page not in page_no:
+            page_no[page] = len(pages)
+            pages.append(page)
+        return page_no[page]
+
+    rows = []
+    for key, s in sorted(ctx.symbols.items(), key=lambda kv: (kv[1].upstream, kv[1].path, kv[1].start_line)):
+        page, anchor = names.symbol_href_target(key)
+        note = ctx.notes.get(key)
+        text = ""
+        if note is not None:
+            text = " ".join(x for x in (text_plain(note.summary), text_plain(note.first_look)) if x)[:300]
+        rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, text])
+    files = [[f"{up}:{path}", number(names.source_page(up, path))] for (up, path) in ctx.rendered]
+    courses = [[text_str(c.title) or c.id, names.course_page(c.id)] for c in ctx.courses.values()]
+    return {"v": 1, "pages": pages, "symbols": rows, "files": files, "courses": courses}
