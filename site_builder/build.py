@@ -145,6 +145,8 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
     for kr in ctx.runs:
         rp = run_views.runs_page(ctx, kr)
         other(rp.page, _digest(repr(rp)), lambda rp=rp: render.render_runs(rp))
+    error = site_pages.error_page()
+    other(error.page, _digest(repr(error)), lambda: render.render_error(error))
     other(names.SEARCH_INDEX, index_key(ctx) + site_pages.search_digest(ctx),
           lambda: render.render_search_index(site_pages.search_data(ctx)))
     for name, data in render.asset_files().items():
@@ -187,10 +189,10 @@ def input_stamp(config: Config, pins: dict) -> str:
 
 
 def code_key() -> str:
-    """Changes when the site builder's own code or queries change (they shape every page)."""
+    """Changes when the site builder's own code, queries or messages change (they shape every page)."""
     h = hashlib.sha256(SITE_VERSION.encode())
     here = Path(__file__).parent
-    for p in sorted([*here.glob("*.py"), *here.glob("queries/*.scm")]):
+    for p in sorted([*here.glob("*.py"), *here.glob("queries/*.scm"), *here.glob("*.yaml")]):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 

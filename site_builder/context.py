@@ -21,7 +21,7 @@ from annotate.notes.model import AnnotationSet, Course, FunctionNote, Text
 from annotate.upstreams import Upstream
 from site_builder import names
 from site_builder.markdown import plain_text, render_markdown
-from site_builder.model import Link, TextView
+from site_builder.model import Label, Link, TextView, msg
 from site_builder.runs import KernelRuns
 
 if TYPE_CHECKING:
@@ -232,14 +232,18 @@ def text_view(t: Text | None) -> TextView | None:
     return TextView(render_markdown(t.en), render_markdown(t.zh) if t.zh else None)
 
 
-def text_str(t: Text | None) -> str:
-    """A text as one plain string (English): titles, table cells."""
-    return t.en if t is not None else ""
+def label(t: Text | None, default: str = "") -> Label | str:
+    """A short text (a title) in both languages, as plain text; `default` when there is none."""
+    if t is None or (not t.en and not t.zh):
+        return default
+    return Label(t.en, t.zh)
 
 
-def text_plain(t: Text | None) -> str:
-    """A text reduced to searchable plain text (English)."""
-    return plain_text(t.en) if t is not None else ""
+def text_plain(t: Text | None, lang: str = "en") -> str:
+    """A text reduced to searchable plain text, in one language ("" when not written in it)."""
+    if t is None:
+        return ""
+    return plain_text(t.zh if lang == "zh" else t.en)
 
 
 # ---- links -------------------------------------------------------------------------------
@@ -255,8 +259,9 @@ def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = 
     if sym is not None and key in ctx.symbols:
         page, anchor = names.symbol_href_target(key)
         return Link(lab, names.rel_href(from_page, page, anchor), f"{sym.path}:{sym.start_line}" if titled else "")
-    where = f"{sym.path}:{sym.start_line} (not rendered)" if sym else "unresolved"
-    return Link(lab, None, where if titled else "")
+    if not titled:
+        return Link(lab, None, "")
+    return Link(lab, None, msg("link.not_rendered", where=f"{sym.path}:{sym.start_line}") if sym else msg("link.unresolved"))
 
 
 def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
@@ -269,11 +274,11 @@ def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
     for s in ctx.find(rest, upstream=up or None):
         if s.key in ctx.symbols:
             return symbol_link(ctx, from_page, s.key, label=s.qualified_name)
-    return Link(ref, None, "not found in the index")
+    return Link(ref, None, msg("link.not_found"))
 
 
 def runs_link(ctx: SiteContext, from_page: str, kernel: str) -> Link:
     """A link to a kernel's runs page; plain text when no such harness exists."""
     if any(kr.spec.name == kernel for kr in ctx.runs):
         return Link(kernel, names.rel_href(from_page, names.runs_page(kernel)), f"annotate run {kernel}")
-    return Link(kernel, None, "no such harness in vendor_kernels/")
+    return Link(kernel, None, msg("link.no_harness"))

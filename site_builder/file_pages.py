@@ -24,8 +24,8 @@ from typing import Callable, Iterable, Mapping
 from annotate.index.model import CallEdge, FileIndex, Symbol
 from annotate.notes.model import FunctionNote
 from site_builder import graph, names
-from site_builder.context import SiteContext, ref_link, runs_link, symbol_link, text_str, text_view
-from site_builder.facts import fact_style
+from site_builder.context import SiteContext, label, ref_link, runs_link, symbol_link, text_view
+from site_builder.facts import fact_label, fact_style
 from site_builder.model import (
     CallGraph,
     CallNote,
@@ -41,6 +41,7 @@ from site_builder.model import (
     Link,
     Mark,
     MarkListPanel,
+    Msg,
     MemoryPanel,
     MemoryView,
     NoteLinksPanel,
@@ -49,6 +50,7 @@ from site_builder.model import (
     TextPanel,
     XRef,
     XRefPanel,
+    msg,
 )
 from annotate.index.parse import language_of
 
@@ -78,21 +80,21 @@ class FileScope:
 @dataclass(frozen=True)
 class MarkSource:
     name: str  # Mark.source
-    legend_title: str
+    legend_title: Msg
     marks: Callable[[FileScope, Symbol], Iterable[Mark]]  # one definition's marks
-    label: Callable[[str], str]  # a kind's label in the legend
+    label: Callable[[str], str | Msg]  # a kind's label in the legend
 
 
 def fact_marks(scope: FileScope, sym: Symbol) -> Iterable[Mark]:
     """The memory facts the index's rules found in a definition."""
     facts = [f for f in scope.fi.facts if f.symbol == sym.key]
     for f in sorted(facts, key=lambda f: (f.line, f.kind)):
-        abbr, _label, css = fact_style(f.kind)
+        abbr, css = fact_style(f.kind)
         yield Mark(FACT_SOURCE, f.kind, f.line, abbr, css, f.detail)
 
 
 MARK_SOURCES: tuple[MarkSource, ...] = (
-    MarkSource(FACT_SOURCE, "Memory facts (auto-detected):", fact_marks, lambda kind: fact_style(kind)[1]),
+    MarkSource(FACT_SOURCE, msg("legend.facts"), fact_marks, fact_label),
 )
 
 
@@ -155,11 +157,11 @@ def note_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
     if note is None:
         return
     ctx, page = scope.ctx, scope.page
-    for order, title, text in ((10, "Summary", note.summary), (20, "Work decomposition", note.decomposition),
-                               (50, "Synchronisation", note.sync), (60, "Look first at", note.first_look)):
+    for order, title, text in ((10, "note.summary", note.summary), (20, "note.decomposition", note.decomposition),
+                               (50, "note.sync", note.sync), (60, "note.first_look", note.first_look)):
         tv = text_view(text)
         if tv:
-            yield TextPanel(order, title, tv)
+            yield TextPanel(order, msg(title), tv)
     if note.memory:
         yield MemoryPanel(30, tuple(MemoryView(text_view(m.what), m.path, text_view(m.how)) for m in note.memory))
     calls = _call_notes(ctx, page, sym, note)
@@ -175,7 +177,7 @@ def fact_list_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
     """An annotated function lists its detected memory facts beside the reviewer's memory notes."""
     facts = tuple(m for m in scope.marks.get(sym.key, ()) if m.source == FACT_SOURCE)
     if facts and scope.note(sym) is not None:
-        yield MarkListPanel(40, "Detected memory facts", facts)
+        yield MarkListPanel(40, msg("note.facts"), facts)
 
 
 def _panels_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callable[[FileScope, Symbol], str]:
@@ -289,13 +291,12 @@ def legends(marks: tuple[Mark, ...]) -> tuple:
 
 def note_view(note: FunctionNote, s: Symbol) -> NoteView:
     status = note.status or "ok"
-    message = ""
+    message: Msg | str = ""
     if status == "stale":
-        message = ("The code of this function changed since the note was written"
-                   + (f" (fingerprint {note.fingerprint} → {s.fingerprint})" if note.fingerprint else "")
-                   + "; read it with care.")
+        message = (msg("note.stale_fingerprint", seen=note.fingerprint, now=s.fingerprint) if note.fingerprint
+                   else msg("note.stale"))
     elif status not in ("ok", "unfingerprinted"):  # no fingerprint is a reviewer's chore, not the reader's
-        message = f"Annotation status: {status}."
+        message = msg("note.status", status=status)
     return NoteView(status, message)
 
 
@@ -331,8 +332,8 @@ def _call_notes(ctx: SiteContext, page: str, s: Symbol, note: FunctionNote) -> t
 
 def _course_link(ctx: SiteContext, page: str, cid: str) -> Link:
     if cid in ctx.courses:
-        return Link(text_str(ctx.courses[cid].title) or cid, names.rel_href(page, names.course_page(cid)), cid)
-    return Link(cid, None, "no such course map yet")
+        return Link(label(ctx.courses[cid].title, cid), names.rel_href(page, names.course_page(cid)), cid)
+    return Link(cid, None, msg("link.no_course"))
 
 
 def _called_identifier(callee_name: str) -> str:
@@ -402,7 +403,7 @@ def call_graph(ctx: SiteContext, page: str, s: Symbol) -> CallGraph:
         if key not in nodes:
             sym = ctx.all_symbols.get(key)
             label = sym.name if sym else (fallback or key)
-            link = symbol_link(ctx, page, key) if sym else Link(label, None, "unresolved")
+            link = symbol_link(ctx, page, key) if sym else Link(label, None, msg("link.unresolved"))
             rank = 0 if key in ctx.notes else (1 if link.href else (2 if sym else 3))
             nodes[key] = graph.GNode(key, label, sym.qualified_name if sym else label, link.href, role, layer, rank)
         return key

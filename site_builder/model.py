@@ -24,10 +24,39 @@ Piece = tuple[str, str, "str | None"]
 
 
 @dataclass(frozen=True)
-class TextView:
-    """One annotation text field, rendered: English and, where written, Chinese."""
+class Msg:
+    """A string of the site's own, by its id in the message catalogue (site_builder/messages.yaml),
+    with the values of its placeholders; the templates show it in every language the page
+    switches between (site_builder.i18n)."""
 
-    en: Markup
+    id: str
+    args: tuple[tuple[str, str | int | float], ...] = ()
+
+
+def msg(id: str, **args: str | int | float) -> Msg:
+    return Msg(id, tuple(sorted(args.items())))
+
+
+@dataclass(frozen=True)
+class Label:
+    """Plain text from the data in two languages (a course title): either may be missing, and
+    the page then shows the other, marked."""
+
+    en: str
+    zh: str | None = None
+
+
+# What the templates print as text: a plain string (data: names, paths, numbers), a catalogue
+# message, or a bilingual label.
+Words = "str | Msg | Label"
+
+
+@dataclass(frozen=True)
+class TextView:
+    """One annotation text field, rendered: English and, where written, Chinese (either may be
+    missing: the page shows the other, marked as such)."""
+
+    en: Markup | None
     zh: Markup | None = None
 
 
@@ -35,9 +64,9 @@ class TextView:
 class Link:
     """Something that may link: `href` None means plain text (an unresolved name)."""
 
-    label: str
+    label: str | Label
     href: str | None = None
-    title: str = ""
+    title: str | Msg = ""
 
 
 @dataclass(frozen=True)
@@ -70,7 +99,7 @@ class LegendEntry:
     kind: str
     css: str
     abbr: str
-    label: str
+    label: str | Msg
     count: int
 
 
@@ -79,7 +108,7 @@ class Legend:
     """The key to one source's marks, at the top of the page."""
 
     source: str
-    title: str
+    title: Msg
     entries: tuple[LegendEntry, ...]
 
 
@@ -118,7 +147,7 @@ class TextPanel(Panel):
 
     macro: ClassVar[str] = "text_panel"
     order: int
-    title: str
+    title: Msg
     text: TextView
 
 
@@ -142,7 +171,7 @@ class MarkListPanel(Panel):
 
     macro: ClassVar[str] = "marks_panel"
     order: int
-    title: str
+    title: Msg
     marks: tuple[Mark, ...]
 
 
@@ -161,7 +190,7 @@ class NoteView:
     """The state of a reviewer's annotation of one definition (its text is in the panels)."""
 
     status: str  # "ok" | "stale" | ...
-    status_message: str  # why it is not ok ("" when ok)
+    status_message: Msg | str  # why it is not ok ("" when ok)
 
     @property
     def stale(self) -> bool:
@@ -388,7 +417,7 @@ class CourseStepView:
     number: int
     id: str
     anchor: str
-    title: str
+    title: str | Label
     text: TextView | None
     refs: tuple[Link, ...]
 
@@ -397,14 +426,14 @@ class CourseStepView:
 class CourseView:
     id: str
     page: str
-    title: str
+    title: str | Label
     text: TextView | None
     steps: tuple[CourseStepView, ...]
 
 
 @dataclass(frozen=True)
 class CourseLink:
-    title: str
+    title: str | Label
     href: str
     steps: int
 
@@ -414,7 +443,7 @@ class RunnableRow:
     """One record on the home page's "Runnable kernels" table (its headline timing)."""
 
     kernel: Link
-    device: str
+    device: str | Msg
     local: bool
     shape: str  # the headline (first) timing shape
     time_us: str
@@ -432,6 +461,12 @@ class IndexPage:
     diagnostics: tuple[str, ...]
     runs: tuple[RunnableRow, ...] = ()
     runs_anchor: str = ""  # names.runnable_anchor()
+
+
+@dataclass(frozen=True)
+class ErrorPage:
+    page: str
+    root: str
 
 
 @dataclass(frozen=True)
@@ -455,9 +490,9 @@ class CheckView:
     trials: int
     rel_l2: str
     max_abs: str
-    tolerance: str  # "rel L2 ≤ 2e-03, max abs ≤ 1e-02"
+    tolerance: str | Msg  # "rel L2 ≤ 2e-03, max abs ≤ 1e-02"
     passed: bool
-    problem: str  # "" when passed; else the error or the worst element
+    problem: str | Msg  # "" when passed; else the error or the worst element
 
 
 @dataclass(frozen=True)
@@ -479,8 +514,8 @@ class RecordView:
     number: int
     anchor: str
     local: bool
-    source: str  # "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json" / "local: <cache path>"
-    device: str
+    source: Msg  # "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json" / "local: <cache path>"
+    device: str | Msg
     capability: str
     driver: str
     torch: str
@@ -492,12 +527,12 @@ class RecordView:
     fatal: str
     copy_peak: str  # measured device-to-device copy, GB/s
     matmul_peak: str  # measured bf16 matmul, TFLOP/s
-    bound: str  # which peak the % uses, in words
+    bound: Msg  # which peak the % uses, in words
     pins: tuple[tuple[str, str], ...]  # (upstream, commit)
     checks: tuple[CheckView, ...]
     timings: tuple[TimingView, ...]
     compile_s: str
-    cache_hit: str  # "yes" | "no" | "—"
+    cache_hit: str | Msg  # yes | no | "—"
     load_s: str
     arch: str
 

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 INDEX_PAGE = "index.html"
+ERROR_PAGE = "404.html"  # `annotate serve` answers an unknown address with it
 SEARCH_INDEX = "search-index.js"
 ASSETS_DIR = "assets"
 MANIFEST = ".annotate-site.json"  # what the last build wrote, with the inputs' keys

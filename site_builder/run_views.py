@@ -12,7 +12,7 @@ from pathlib import Path
 from annotate.harness.record import CheckResult, Comparison, RunRecord, TimedShape
 from site_builder import names
 from site_builder.context import SiteContext, symbol_link
-from site_builder.model import CheckView, Link, RecordView, RunnableRow, RunsPage, RunsView, TimingView
+from site_builder.model import CheckView, Link, Msg, RecordView, RunnableRow, RunsPage, RunsView, TimingView, msg
 from site_builder.runs import KernelRuns, RecordFile
 
 DASH = "—"
@@ -27,7 +27,7 @@ def runs_page(ctx: SiteContext, kr: KernelRuns) -> RunsPage:
         out = []
         for q in qnames:
             keys = found.get(q, ())
-            out.append(symbol_link(ctx, page, keys[0], label=q) if keys else Link(q, None, "not on this site"))
+            out.append(symbol_link(ctx, page, keys[0], label=q) if keys else Link(q, None, msg("link.not_on_site")))
         return tuple(out)
 
     view = RunsView(
@@ -49,7 +49,7 @@ def runnable_rows(ctx: SiteContext, page: str) -> tuple[RunnableRow, ...]:
         name = kr.spec.name
         if not kr.records:
             link = Link(name, names.rel_href(page, names.runs_page(name)), kr.spec.title)
-            rows.append(RunnableRow(link, "no record yet", False, "", DASH, DASH, DASH, False))
+            rows.append(RunnableRow(link, msg("runs.no_record"), False, "", DASH, DASH, DASH, False))
             continue
         for i, rf in enumerate(kr.records):
             link = Link(name, names.rel_href(page, names.runs_page(name), names.record_anchor(i + 1)), kr.spec.title)
@@ -76,19 +76,20 @@ def record_view(number: int, rf: RecordFile, repo_root: Path | None) -> RecordVi
     peaks = r.peaks
     where = shown_path(rf.path, repo_root) if rf.source == "committed" else str(rf.path)
     cached = build.cached if build else None
+    hit = msg("runs.yes") if cached is True else (msg("runs.no") if cached is False else DASH)
     return RecordView(
         number=number, anchor=names.record_anchor(number), local=rf.source == "local",
-        source=f"{rf.source}: {where}",
+        source=msg("runs.source_local" if rf.source == "local" else "runs.source_committed", path=where),
         device=_device_name(r), capability=_str(dev and dev.capability), driver=_str(dev and dev.driver),
         torch=_str(dev and dev.torch), cuda=_str(dev and dev.cuda),
         date=_str(r.created), seed=_str(r.seed), command=r.command or "",
         passed=r.passed, fatal=r.fatal or "",
         copy_peak=_num(peaks and peaks.copy_gbps, ".0f"), matmul_peak=_num(peaks and peaks.bf16_tflops, ".0f"),
-        bound="bf16 matmul TFLOP/s" if r.bound == "compute" else "device-to-device copy GB/s",
+        bound=msg("runs.bound_compute" if r.bound == "compute" else "runs.bound_memory"),
         pins=tuple((str(k), str(v)) for k, v in r.pins.items()),
         checks=check_views(r.checks), timings=timing_views(r.timings),
         compile_s=_num(build and build.compile_s, ".1f"),
-        cache_hit="yes" if cached is True else ("no" if cached is False else DASH),
+        cache_hit=hit,
         load_s=_num(build and build.load_s, ".2f"), arch=_str(build and build.arch),
     )
 
@@ -107,19 +108,19 @@ def check_views(checks: tuple[CheckResult, ...]) -> tuple[CheckView, ...]:
             shape=shape, params=_params(cs[0].params), trials=len(cs),
             rel_l2=_num(_worst([o.rel_l2 for o in outs]), ".2e"),
             max_abs=_num(_worst([o.max_abs for o in outs]), ".2e"),
-            tolerance=(f"rel L2 ≤ {_num(tol.rel_l2, '.0e')}, max abs ≤ {_num(tol.max_abs, '.0e')}"
+            tolerance=(msg("runs.tolerance", rel_l2=_num(tol.rel_l2, '.0e'), max_abs=_num(tol.max_abs, '.0e'))
                        if tol else DASH),
             passed=passed, problem="" if passed else _problem(next(c for c in cs if not c.passed))))
     return tuple(out)
 
 
-def _problem(failed: CheckResult) -> str:
+def _problem(failed: CheckResult) -> str | Msg:
     """Why a check failed: its error, else its first failed output's worst element."""
     if failed.error:
         return failed.error
     o = next((o for o in failed.outputs if not o.passed), None) or Comparison()
-    return (f"{o.output or '?'}: worst at {list(o.worst_index)} got {o.worst_got} "
-            f"want {o.worst_want}; {o.nonfinite or 0} non-finite")
+    return msg("runs.worst", output=o.output or "?", index=str(list(o.worst_index)), got=str(o.worst_got),
+               want=str(o.worst_want), nonfinite=o.nonfinite or 0)
 
 
 def timing_views(timings: tuple[TimedShape, ...]) -> tuple[TimingView, ...]:
@@ -146,8 +147,8 @@ def shown_path(path: Path, repo_root: Path | None) -> str:
         return str(path)
 
 
-def _device_name(r: RunRecord) -> str:
-    return r.device.name if r.device and r.device.name is not None else "unknown device"
+def _device_name(r: RunRecord) -> str | Msg:
+    return r.device.name if r.device and r.device.name is not None else msg("runs.unknown_device")
 
 
 def _worst(values: list[float | None]) -> float | str | None:

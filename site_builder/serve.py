@@ -13,11 +13,13 @@ import functools
 import http.server
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 from annotate.project import Project
 from annotate.terminal import echo
-from site_builder import render
+from site_builder import names, render
+from site_builder.site_pages import error_page
 from site_builder.build import build_site, default_out_dir
 from site_builder.context import IndexParts
 from site_builder.output import prepare_out_dir
@@ -69,6 +71,19 @@ def make_handler(out_dir: Path, state: _State):
             self.send_header("Cache-Control", "no-cache")
             super().end_headers()
 
+        def send_error(self, code, message=None, explain=None):
+            if code != 404 or self.command != "GET":
+                super().send_error(code, message, explain)
+                return
+            # the site's own page, in both languages, with links that lead back from this address
+            rel = urllib.parse.urlsplit(self.path).path.lstrip("/")
+            body = render.render_error(error_page(names.root_prefix(rel))).encode("utf-8")
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def log_message(self, fmt, *args):  # quiet: the rebuild lines are what matter
             pass
 
@@ -112,7 +127,7 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
 
 
 def _rebuild(project: Project, out: Path, jobs: int | None, state: _State, parts: IndexParts) -> None:
-    render.environment.cache_clear()  # templates may have changed
+    render.clear_caches()  # templates may have changed
     t = time.perf_counter()
     try:
         rep = build_site(project, out, jobs=jobs, force=True, parts=parts)

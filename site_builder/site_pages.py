@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import hashlib
 
-from annotate.notes.model import Course
+from annotate.notes.model import Course, FunctionNote
 from site_builder import names
-from site_builder.context import SiteContext, ref_link, text_plain, text_str, text_view
+from site_builder.context import SiteContext, label, ref_link, text_plain, text_view
 from site_builder.model import (
     CourseLink,
     CoursePage,
     CourseStepView,
     CourseView,
     Coverage,
+    ErrorPage,
     FileRow,
     IndexPage,
     UpstreamView,
@@ -46,32 +47,49 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
             continue
         ups.append(UpstreamView(name, names.upstream_anchor(name), up.title, up.tag, up.commit, up.commit_url(),
                                 up.render, Coverage(tf, ta, ts_), tuple(rows)))
-    courses = tuple(CourseLink(text_str(c.title) or c.id, names.rel_href(page, names.course_page(c.id)),
+    courses = tuple(CourseLink(label(c.title, c.id), names.rel_href(page, names.course_page(c.id)),
                                len(c.steps)) for c in ctx.courses.values())
     return IndexPage(page, names.root_prefix(page), tuple(ups), courses, ctx.diagnostics + ctx.runs_problems,
                      runnable_rows(ctx, page), names.runnable_anchor())
 
 
+def error_page(root: str = "") -> ErrorPage:
+    """The page for an address that is not on the site. The site has one at its root;
+    `annotate serve` draws it for the address asked (`root`: the way back to the site root)."""
+    return ErrorPage(names.ERROR_PAGE, root)
+
+
 def course_page(ctx: SiteContext, course: Course) -> CoursePage:
     page = names.course_page(course.id)
     steps = tuple(
-        CourseStepView(i + 1, st.id, names.step_anchor(st.id), text_str(st.title) or st.id, text_view(st.text),
+        CourseStepView(i + 1, st.id, names.step_anchor(st.id), label(st.title, st.id), text_view(st.text),
                        tuple(ref_link(ctx, page, r) for r in st.refs))
         for i, st in enumerate(course.steps)
     )
-    view = CourseView(course.id, page, text_str(course.title) or course.id, text_view(course.text), steps)
+    view = CourseView(course.id, page, label(course.title, course.id), text_view(course.text), steps)
     return CoursePage(page, names.root_prefix(page), view)
 
 
 def search_digest(ctx: SiteContext) -> str:
     """What the annotations contribute to the search index (the index's key covers the rest)."""
-    parts = [f"{k}\0{text_plain(n.summary)}\0{text_plain(n.first_look)}" for k, n in sorted(ctx.notes.items())]
-    parts += [f"{c.id}\0{text_str(c.title)}" for c in ctx.courses.values()]
+    parts = [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}" for k, n in sorted(ctx.notes.items())]
+    parts += [f"{c.id}\0{c.title!r}" for c in ctx.courses.values()]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+SEARCH_TEXT = 300  # characters of note text kept per function and language
+
+
+def _note_text(note: FunctionNote, lang: str) -> str:
+    """What search finds a function by besides its name: its summary and first look, plain."""
+    parts = (text_plain(note.summary, lang), text_plain(note.first_look, lang))
+    return " ".join(x for x in parts if x)[:SEARCH_TEXT]
+
+
 def search_data(ctx: SiteContext) -> dict:
-    """The client-side search index: pages once, then one compact row per function."""
+    """The client-side search index: pages once, then one compact row per function:
+    [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
+    Search matches the name and the note text in either language, whatever the page shows."""
     pages: list[str] = []
     page_no: dict[str, int] = {}
 
@@ -85,10 +103,8 @@ def search_data(ctx: SiteContext) -> dict:
     for key, s in sorted(ctx.symbols.items(), key=lambda kv: (kv[1].upstream, kv[1].path, kv[1].start_line)):
         page, anchor = names.symbol_href_target(key)
         note = ctx.notes.get(key)
-        text = ""
-        if note is not None:
-            text = " ".join(x for x in (text_plain(note.summary), text_plain(note.first_look)) if x)[:300]
-        rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, text])
+        en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
+        rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, en, zh])
     files = [[f"{up}:{path}", number(names.source_page(up, path))] for (up, path) in ctx.rendered]
-    courses = [[text_str(c.title) or c.id, names.course_page(c.id)] for c in ctx.courses.values()]
-    return {"v": 1, "pages": pages, "symbols": rows, "files": files, "courses": courses}
+    courses = [[c.title.en or c.id, names.course_page(c.id), c.title.zh or ""] for c in ctx.courses.values()]
+    return {"v": 2, "pages": pages, "symbols": rows, "files": files, "courses": courses}

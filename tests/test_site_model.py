@@ -156,7 +156,7 @@ def test_hostile_annotation_is_neutralised(config):
     assert "window.__pwned" in aside  # the text is shown ...
     assert_inert(aside)  # ... and nothing in it can run
     scripts = [a.get("src") for t, a in _elements(html) if t == "script"]
-    assert scripts == ["../../../../assets/site.js", "../../../../assets/search.js"]
+    assert scripts == [f"../../../../assets/{js}.js" for js in ("lang", "site", "messages", "search")]
 
 
 def test_markdown_sanitiser():
@@ -178,7 +178,8 @@ def test_index_course_and_search(bare_config):
     course = site_pages.course_page(ctx, next(iter(ctx.courses.values())))
     chtml = render_course(course)
     assert 'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"' in chtml
-    assert '<span class="unres" title="not found in the index">demo:no::such_thing</span>' in chtml
+    assert ('<span class="unres" title="索引中找不到" data-en-title="not found in the index" '
+            'data-zh-title="索引中找不到">demo:no::such_thing</span>') in chtml
     js = render_search_index(site_pages.search_data(ctx))
     assert js.startswith("window.ANNOTATE_SEARCH=") and "demo::RMSNormKernel" in js and "</script" not in js
 

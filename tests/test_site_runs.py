@@ -46,6 +46,13 @@ def _ctx(config: Config):
     return demo_context(config)
 
 
+def en(x) -> str:
+    """What the English page shows of a model value (a message, a label or plain text)."""
+    from site_builder.i18n import pair
+
+    return pair(x)[0]
+
+
 def _harness_note(fv):
     """The `harness:` link of an annotated function's note."""
     return next(p for p in fv.aside if isinstance(p, NoteLinksPanel)).harness
@@ -124,15 +131,15 @@ def test_runs_page_model(runs_config):
     assert launcher.href is None  # not in the index: plain text, never a dead link
     h100, h200 = r.records
     assert (h100.device, h200.device) == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
-    assert not h100.local and h100.source == "committed: vendor_kernels/results/rmsnorm.json"
-    assert h200.source == "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json"
+    assert not h100.local and en(h100.source) == "committed: vendor_kernels/results/rmsnorm.json"
+    assert en(h200.source) == "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json"
     assert (h100.driver, h100.torch, h100.cuda, h100.date, h100.seed) == (
         "580.159.04", "2.11.0+cu130", "13.0", "2026-11-22T03:12:35Z", "1234")
     assert h100.passed and (h100.copy_peak, h100.matmul_peak) == ("3004", "797")
-    assert (h100.compile_s, h100.cache_hit) == ("29.8", "no")
+    assert (h100.compile_s, en(h100.cache_hit)) == ("29.8", "no")
     c1, c2 = h100.checks
     assert (c1.shape, c1.trials, c1.rel_l2, c1.max_abs, c1.passed) == ("b1-d128", 2, "3.50e-04", "1.90e-03", True)
-    assert c1.tolerance == "rel L2 ≤ 2e-03, max abs ≤ 1e-02" and c1.params == "dtype=float16 batch=1 d=128"
+    assert en(c1.tolerance) == "rel L2 ≤ 2e-03, max abs ≤ 1e-02" and c1.params == "dtype=float16 batch=1 d=128"
     (t,) = h100.timings
     assert (t.shape, t.median_us, t.p10_us, t.p90_us) == ("b4096-d4096", "33.0", "30.5", "34.0")
     assert (t.rate, t.pct_peak, t.torch_us, t.speedup) == ("2035 GB/s", "68%", "33.0", "1.00×")
@@ -150,13 +157,13 @@ def test_failed_and_malformed_record_fields(runs_config):
     _local_record(runs_config, "20261122T040000Z", **rec)
     ctx = _ctx(runs_config)
     local = run_views.runs_page(ctx, ctx.runs[0]).runs.records[-1]
-    assert local.local and not local.passed and local.device == "unknown device"
+    assert local.local and not local.passed and en(local.device) == "unknown device"
     c1, c2 = local.checks
-    assert not c1.passed and c1.rel_l2 == "inf/nan" and "[0, 7]" in c1.problem
+    assert not c1.passed and c1.rel_l2 == "inf/nan" and "[0, 7]" in en(c1.problem)
     assert not c2.passed and c2.problem == "CUDA error: an illegal memory access"
     assert [t.shape for t in local.timings] == ["b4096-d4096"]
     rows = run_views.runnable_rows(ctx, names.INDEX_PAGE)
-    assert [(r.device, r.local, r.passed) for r in rows] == [
+    assert [(en(r.device), r.local, r.passed) for r in rows] == [
         ("NVIDIA H100 80GB HBM3", False, True), ("NVIDIA H200", False, True), ("unknown device", True, False)]
 
 
@@ -238,10 +245,11 @@ def test_runs_page_html_escapes_record_fields(runs_config):
     html = render.render_runs(run_views.runs_page(ctx, ctx.runs[0]))
     assert "<script>" not in html and "<img" not in html and "<b>x</b>" not in html
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
-    assert '<a href="../index.html#runnable">runnable kernels</a>' in html
-    assert 'class="record local' in html and '<span class="badge local">local</span>' in html
+    assert '<a href="../index.html#runnable"><span lang=en>runnable kernels</span>' in html
+    assert 'class="record local' in html and '<span class="badge local"><span lang=en>local</span>' in html
     for text in ("annotate run rmsnorm", "NVIDIA H200", "2035 GB/s", "68%", "1.00×", "cold compile 29.8 s",
-                 "cache hit: no", "copy 3004 GB/s", "bf16 matmul 797 TFLOP/s", "rel L2 ≤ 2e-03",
+                 "<span lang=en>cache hit:</span><span lang=zh>命中缓存：</span> <span lang=en>no</span>",
+                 "copy 3004 GB/s", "bf16 matmul 797 TFLOP/s", "rel L2 ≤ 2e-03",
                  'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"', 'id="rec-2"'):
         assert text in html, text
     home = site_pages.index_page(ctx, {})
@@ -258,7 +266,7 @@ def test_function_heading_links_to_runs_page(runs_config):
     text = ctx.index.source(UP, NORM)
     html = render.render_file(build_page(plan, text, highlight(text, "cuda")))
     assert ('<a class="badge run" href="../../../../runs/rmsnorm.html" title="annotate run rmsnorm">'
-            'runs in harness rmsnorm</a>') in html
+            '<span lang=en>runs in harness rmsnorm</span><span lang=zh>可运行：rmsnorm</span></a>') in html
     assert '<a class="runs" href="../../../../runs/rmsnorm.html"' in html
 
 
