@@ -21,6 +21,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
+from annotate.notes.policy import Policy, missing_languages
 from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
 
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
@@ -133,6 +134,7 @@ class Options:
     check_schema_line: bool = True
     known_harnesses: set[str] | None = None
     only: list[Path] | None = None  # check just these files (course maps are always read)
+    policy: Policy | None = None  # the language policy to report on (annotate check); None: no report
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,13 @@ def _pos(loaded, path, key=False):
     return (p[0], p[1]) if p else (None, None)
 
 
+def _languages(s: "_Session", doc, loaded, disp: str, prefix: tuple = ()) -> list[Diagnostic]:
+    """The language policy's warnings for one validated document (or entry), when checking."""
+    if s.opts.policy is None:
+        return []
+    return missing_languages(doc, s.opts.policy, lambda path: _pos(loaded, path), disp, prefix)
+
+
 # ---- one annotation file -----------------------------------------------------------------
 
 def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.AnnotationFile:
@@ -333,6 +342,8 @@ def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.Annotation
         source_ok, unchecked, more = _source_check(s, loaded, disp, upstream, path)
         diags.extend(more)
     where = _Where(s, loaded, disp, p, upstream, path, source_ok)
+    if head_doc is not None:
+        diags.extend(_languages(s, head_doc, loaded, disp))
     notes = _load_entries(where, funcs_raw, unchecked, diags, got)
     diags.extend(_duplicate_entries(notes, disp))
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
@@ -522,6 +533,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     except ValidationError as err:
         return _Entry(None, vdiags(err, S.FunctionDoc, where.loaded, where.disp, prefix=diag.fpath, symbol=entry_key),
                       OUT_BROKEN)
+    diag.diags.extend(_languages(where.s, doc, where.loaded, where.disp, diag.fpath))
     diag.name = name = entry_key.split("@", 1)[0].strip()  # "qualified::name@label": a second overload's entry
     if not name:
         diag("error", "empty function name", "unresolved", key=True)
@@ -702,6 +714,7 @@ def _load_course(s: _Session, p: Path, disp: str):
         doc = S.CourseDoc.model_validate(loaded.data)
     except ValidationError as err:
         return None, diags + vdiags(err, S.CourseDoc, loaded, disp)
+    diags.extend(_languages(s, doc, loaded, disp))
     stem = p.name.rsplit(".", 1)[0]
     if stem != doc.id:
         line, col = _pos(loaded, ("id",))
