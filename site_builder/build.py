@@ -140,6 +140,9 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
     for course in ctx.courses.values():
         cp = site_pages.course_page(ctx, course)
         other(cp.page, _digest(repr(cp)), lambda cp=cp: render.render_course(cp))
+        for i in range(len(course.steps)):
+            sp = site_pages.step_page(ctx, course, i)
+            other(sp.page, _digest(repr(sp)), lambda sp=sp: render.render_step(sp))
     # Harness results: a page per catalog kernel; its model holds the records' content, so
     # a new or changed record renders exactly that runs page and the home page.
     for kr in ctx.runs:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from annotate.errors import AnnotateError, Diagnostic
@@ -63,13 +62,15 @@ class IndexParts:
 
 @dataclass(frozen=True)
 class SiteContext:
-    """Everything the page plans of one build read, typed and read-only."""
+    """Everything the page plans of one build read, typed and read-only (frozen; the mappings
+    are typed read-only and nothing writes to them after make_context)."""
 
     index: "Index"
     upstreams: Mapping[str, Upstream]  # the pins this build renders
     part: IndexPart
     notes: Mapping[str, FunctionNote]  # Symbol.key -> the reviewer's note (rendered files only)
     courses: Mapping[str, Course]  # course id -> course map, in file order
+    steps: Mapping[str, tuple[str, int]]  # step id -> (course id, index of the step in it)
     file_overviews: Mapping[FileKey, Text]
     file_diagnostics: Mapping[FileKey, tuple[str, ...]]  # annotation problems, as text, per source file
     diagnostics: tuple[str, ...]  # every annotation problem, as text (the home page)
@@ -132,7 +133,9 @@ def index_part(index: "Index", upstreams: Mapping[str, Upstream], only: Sequence
             all_symbols[s.key] = s
             if shown:
                 symbols[s.key] = s
-    return IndexPart(MappingProxyType(rendered), MappingProxyType(symbols), MappingProxyType(all_symbols))
+    # Plain dicts behind read-only types: these are read in the planner's innermost loops, where a
+    # MappingProxyType lookup costs noticeably more than a dict's. Nothing writes to them.
+    return IndexPart(rendered, symbols, all_symbols)
 
 
 def site_context(project: "Project", parts: IndexParts | None = None) -> SiteContext:
@@ -166,13 +169,21 @@ def make_context(index: "Index", part: IndexPart, annotations: AnnotationSet | N
         if where:
             per_file.setdefault(where, []).append(diagnostic_text(d))
     return SiteContext(
-        index=index, upstreams=MappingProxyType(dict(upstreams)), part=part,
-        notes=MappingProxyType(notes), courses=MappingProxyType({c.id: c for c in aset.courses}),
-        file_overviews=MappingProxyType(overviews),
-        file_diagnostics=MappingProxyType({k: tuple(v) for k, v in per_file.items()}),
+        index=index, upstreams=dict(upstreams), part=part,
+        notes=notes, courses={c.id: c for c in aset.courses}, steps=_steps(aset.courses),
+        file_overviews=overviews, file_diagnostics={k: tuple(v) for k, v in per_file.items()},
         diagnostics=tuple(diagnostic_text(d) for d in aset.diagnostics),
-        runs=runs, runs_problems=tuple(runs_problems), run_symbols=MappingProxyType(run_symbols),
-        harness_of=MappingProxyType(harness_of), repo_root=repo_root)
+        runs=runs, runs_problems=tuple(runs_problems), run_symbols=run_symbols,
+        harness_of=harness_of, repo_root=repo_root)
+
+
+def _steps(courses: Iterable[Course]) -> dict[str, tuple[str, int]]:
+    """Step id -> (course, index); of two steps with one id, the first is linked to."""
+    out: dict[str, tuple[str, int]] = {}
+    for c in courses:
+        for i, st in enumerate(c.steps):
+            out.setdefault(st.id, (c.id, i))
+    return out
 
 
 def _harness_links(index: "Index", part: IndexPart, runs: tuple[KernelRuns, ...]):
@@ -264,17 +275,40 @@ def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = 
     return Link(lab, None, msg("link.not_rendered", where=f"{sym.path}:{sym.start_line}") if sym else msg("link.unresolved"))
 
 
-def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
-    """A course reference "upstream:path" or "upstream:qualified_name" -> Link."""
+def resolve_ref(ctx: SiteContext, ref: str) -> FileKey | Symbol | None:
+    """What a course reference ("upstream:path" or "upstream:qualified_name") names on the site:
+    a rendered file, a rendered function (the first, of several), or nothing."""
     up, _, rest = ref.partition(":")
     if not rest:
         up, rest = "", ref
     if (up, rest) in ctx.rendered:
-        return Link(rest, names.rel_href(from_page, names.source_page(up, rest)), ref)
-    for s in ctx.find(rest, upstream=up or None):
-        if s.key in ctx.symbols:
-            return symbol_link(ctx, from_page, s.key, label=s.qualified_name)
+        return up, rest
+    return next((s for s in ctx.find(rest, upstream=up or None) if s.key in ctx.symbols), None)
+
+
+def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
+    """A course reference -> a link to the file's page or the function's heading."""
+    target = resolve_ref(ctx, ref)
+    if isinstance(target, Symbol):
+        return symbol_link(ctx, from_page, target.key, label=target.qualified_name)
+    if target is not None:
+        return Link(target[1], names.rel_href(from_page, names.source_page(*target)), ref)
     return Link(ref, None, msg("link.not_found"))
+
+
+def cite_link(ctx: SiteContext, from_page: str, cite: str) -> Link:
+    """Code an answer cites: "upstream:path:first[-last]" links to the first line, a function to
+    its heading; the label is what a reader looks for ("vec_dtypes.cuh:38–41")."""
+    from annotate.notes.api import parse_cite
+
+    up, path, first, last = parse_cite(cite)
+    if first is None:
+        return ref_link(ctx, from_page, cite)
+    label = path.rsplit("/", 1)[-1] + f":{first}" + (f"–{last}" if last != first else "")
+    if (up, path) not in ctx.rendered:
+        return Link(label, None, msg("link.not_rendered", where=f"{path}:{first}"))
+    return Link(label, names.rel_href(from_page, names.source_page(up, path), names.line_anchor(first)),
+                f"{up}:{path}")
 
 
 def runs_link(ctx: SiteContext, from_page: str, kernel: str) -> Link:

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from annotate.index.model import CallEdge, FileIndex, Symbol
+from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
 from annotate.notes.model import FunctionNote
 from site_builder import graph, names
 from site_builder.context import SiteContext, label, ref_link, runs_link, symbol_link, text_view
@@ -69,10 +69,14 @@ class FileScope:
     page: str
     fi: FileIndex
     edges_by_caller: Mapping[str, tuple[CallEdge, ...]]
-    marks: Mapping[str, tuple[Mark, ...]]  # Symbol.key -> its marks, every source, by line
+    facts_by_symbol: Mapping[str, tuple[MemoryFact, ...]]
 
     def note(self, sym: Symbol) -> FunctionNote | None:
         return self.ctx.notes.get(sym.key)
+
+    def marks(self, sym: Symbol) -> tuple[Mark, ...]:
+        """A definition's marks, every source's."""
+        return tuple(m for src in MARK_SOURCES for m in src.marks(self, sym))
 
 
 # ---- mark sources ------------------------------------------------------------------------
@@ -87,8 +91,7 @@ class MarkSource:
 
 def fact_marks(scope: FileScope, sym: Symbol) -> Iterable[Mark]:
     """The memory facts the index's rules found in a definition."""
-    facts = [f for f in scope.fi.facts if f.symbol == sym.key]
-    for f in sorted(facts, key=lambda f: (f.line, f.kind)):
+    for f in sorted(scope.facts_by_symbol.get(sym.key, ()), key=lambda f: (f.line, f.kind)):
         abbr, css = fact_style(f.kind)
         yield Mark(FACT_SOURCE, f.kind, f.line, abbr, css, f.detail)
 
@@ -175,13 +178,18 @@ def note_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
 
 def fact_list_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
     """An annotated function lists its detected memory facts beside the reviewer's memory notes."""
-    facts = tuple(m for m in scope.marks.get(sym.key, ()) if m.source == FACT_SOURCE)
-    if facts and scope.note(sym) is not None:
+    if scope.note(sym) is None:
+        return
+    facts = tuple(m for m in scope.marks(sym) if m.source == FACT_SOURCE)
+    if facts:
         yield MarkListPanel(40, msg("note.facts"), facts)
 
 
 def _panels_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callable[[FileScope, Symbol], str]:
-    return lambda scope, sym: repr(tuple(panels(scope, sym)))
+    """The key of a source whose panels appear only on annotated definitions: their repr."""
+    def key(scope: FileScope, sym: Symbol) -> str:
+        return repr(tuple(panels(scope, sym))) if scope.note(sym) is not None else ""
+    return key
 
 
 PANEL_SOURCES: tuple[PanelSource, ...] = (
@@ -199,10 +207,11 @@ def file_scope(ctx: SiteContext, upstream: str, path: str) -> FileScope:
     edges: dict[str, list[CallEdge]] = defaultdict(list)
     for e in fi.edges:
         edges[e.caller].append(e)
-    scope = FileScope(ctx, upstream, path, names.source_page(upstream, path), fi,
-                      {k: tuple(v) for k, v in edges.items()}, {})
-    marks = {s.key: tuple(m for src in MARK_SOURCES for m in src.marks(scope, s)) for s in fi.symbols}
-    return FileScope(ctx, upstream, path, scope.page, fi, scope.edges_by_caller, marks)
+    facts: dict[str, list[MemoryFact]] = defaultdict(list)
+    for f in fi.facts:
+        facts[f.symbol].append(f)
+    return FileScope(ctx, upstream, path, names.source_page(upstream, path), fi,
+                     {k: tuple(v) for k, v in edges.items()}, {k: tuple(v) for k, v in facts.items()})
 
 
 def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
@@ -251,7 +260,7 @@ def definition_view(scope: FileScope, s: Symbol) -> DefinitionView:
         harnesses=tuple(runs_link(ctx, page, k) for k in ctx.harness_of.get(s.key, ())),
         head=_placed(panels, "head"),
         aside=_placed(panels, "aside"),
-        marks=scope.marks.get(s.key, ()),
+        marks=scope.marks(s),
         inline_notes=inline_notes(note, s) if note is not None else (),
     )
 
@@ -331,8 +340,13 @@ def _call_notes(ctx: SiteContext, page: str, s: Symbol, note: FunctionNote) -> t
 
 
 def _course_link(ctx: SiteContext, page: str, cid: str) -> Link:
+    """A note's course tag: a course's page, or a step's own page."""
     if cid in ctx.courses:
         return Link(label(ctx.courses[cid].title, cid), names.rel_href(page, names.course_page(cid)), cid)
+    if cid in ctx.steps:
+        course_id, i = ctx.steps[cid]
+        step = ctx.courses[course_id].steps[i]
+        return Link(label(step.title, cid), names.rel_href(page, names.step_page(course_id, cid)), cid)
     return Link(cid, None, msg("link.no_course"))
 
 
@@ -428,14 +442,15 @@ def note_digest(ctx: SiteContext, upstream: str, path: str) -> str:
     parts = [repr(text_view(ctx.file_overviews.get((upstream, path)))),
              repr(ctx.file_diagnostics.get((upstream, path), ()))]
     for s in scope.fi.symbols:
-        note = scope.note(s)
+        key = s.key
+        note = ctx.notes.get(key)
         if note is not None:
-            parts.append(f"{s.key}\0{note_view(note, s)!r}\0{inline_notes(note, s)!r}")
+            parts.append(f"{key}\0{note_view(note, s)!r}\0{inline_notes(note, s)!r}")
         for src in PANEL_SOURCES:
             if src.key is not None:
                 k = src.key(scope, s)
                 if k:
-                    parts.append(f"{s.key}\0{src.name}\0{k}")
-        if s.key in ctx.harness_of:
-            parts.append(f"{s.key}\0{ctx.harness_of[s.key]}")
+                    parts.append(f"{key}\0{src.name}\0{k}")
+        if key in ctx.harness_of:
+            parts.append(f"{key}\0{ctx.harness_of[key]}")
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]

@@ -420,6 +420,50 @@ class CourseStepView:
     title: str | Label
     text: TextView | None
     refs: tuple[Link, ...]
+    href: str  # its own page
+    exercises: int  # questions + homework + checkpoints on that page
+
+
+@dataclass(frozen=True)
+class ReadingItem:
+    link: Link  # the file's page or the function's heading
+    annotated: bool  # a reviewer's note waits there
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    number: int
+    anchor: str
+    question: TextView | None
+    answer: TextView | None
+    cites: tuple[Link, ...]  # the code the answer rests on, linked to its lines or definition
+
+
+@dataclass(frozen=True)
+class CheckpointView:
+    key: str  # names.tick_key: where the browser keeps the tick
+    text: TextView | None
+
+
+@dataclass(frozen=True)
+class StepPage:
+    """One step of a course: what it is for, what to read in order, what to run, what to do."""
+
+    page: str
+    root: str
+    course: Link  # the course page, at this step
+    number: int
+    id: str
+    title: str | Label
+    text: TextView | None
+    goals: tuple[TextView | None, ...]
+    reading: tuple[ReadingItem, ...]
+    harness: Link | None  # the runnable kernel's runs page
+    questions: tuple[QuestionView, ...]
+    homework: tuple[TextView | None, ...]
+    checkpoints: tuple[CheckpointView, ...]
+    prev: Link | None
+    next: Link | None
 
 
 @dataclass(frozen=True)

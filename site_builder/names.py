@@ -36,6 +36,20 @@ def course_page(course_id: str) -> str:
     return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}.html"
 
 
+def step_page(course_id: str, step_id: str) -> str:
+    """The page of one course step: goals, reading list, kernel, exercises."""
+    return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}/{_UNSAFE.sub('_', step_id)}.html"
+
+
+def tick_key(course_id: str, step_id: str, number: int) -> str:
+    """The browser-storage key of a step's checkpoint (1-based, in the order the step lists them)."""
+    return f"annotate-tick:{course_id}/{step_id}/{number}"
+
+
+def question_anchor(number: int) -> str:
+    return f"q{number}"
+
+
 def runs_page(kernel: str) -> str:
     """The page of one harness kernel: what it runs, how to run it, its recorded results."""
     return f"{RUNS_DIR}{_UNSAFE.sub('_', kernel)}.html"

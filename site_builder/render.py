@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 from pathlib import Path
 
 from site_builder import i18n, names
-from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, msg
+from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, StepPage, msg
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 ASSETS_SRC = Path(__file__).parent / "assets"
@@ -128,6 +128,10 @@ def render_course(page: CoursePage) -> str:
     return environment().get_template("course.html.jinja2").render(page=page)
 
 
+def render_step(page: StepPage) -> str:
+    return environment().get_template("step.html.jinja2").render(page=page)
+
+
 def render_error(page: ErrorPage) -> str:
     return environment().get_template("error.html.jinja2").render(page=page)
 
@@ -153,7 +157,8 @@ def asset_files() -> dict[str, bytes]:
 # does (a CSS or JS edit renders no page again; a home-page edit renders only the home page).
 COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
 PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2"),
-                  names.COURSES_DIR: ("course.html.jinja2",), names.INDEX_PAGE: ("index.html.jinja2",),
+                  names.COURSES_DIR: ("course.html.jinja2", "step.html.jinja2"),
+                  names.INDEX_PAGE: ("index.html.jinja2",),
                   names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",)}
 
 

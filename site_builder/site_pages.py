@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import hashlib
 
-from annotate.notes.model import Course, FunctionNote
+from annotate.index.model import Symbol
+from annotate.notes.model import Course, CourseStep, FunctionNote
 from site_builder import names
-from site_builder.context import SiteContext, label, ref_link, text_plain, text_view
+from site_builder.context import (SiteContext, cite_link, label, ref_link, resolve_ref, runs_link, text_plain,
+                                  text_view)
 from site_builder.model import (
     CourseLink,
     CoursePage,
     CourseStepView,
+    CheckpointView,
     CourseView,
     Coverage,
     ErrorPage,
+    Link,
+    QuestionView,
+    ReadingItem,
+    StepPage,
     FileRow,
     IndexPage,
     UpstreamView,
@@ -63,17 +70,66 @@ def course_page(ctx: SiteContext, course: Course) -> CoursePage:
     page = names.course_page(course.id)
     steps = tuple(
         CourseStepView(i + 1, st.id, names.step_anchor(st.id), label(st.title, st.id), text_view(st.text),
-                       tuple(ref_link(ctx, page, r) for r in st.refs))
+                       tuple(ref_link(ctx, page, r) for r in st.refs),
+                       names.rel_href(page, names.step_page(course.id, st.id)), _exercise_count(st))
         for i, st in enumerate(course.steps)
     )
     view = CourseView(course.id, page, label(course.title, course.id), text_view(course.text), steps)
     return CoursePage(page, names.root_prefix(page), view)
 
 
+def _exercise_count(st: CourseStep) -> int:
+    ex = st.exercises
+    return len(ex.questions) + len(ex.homework) + len(ex.checkpoints)
+
+
+def step_page(ctx: SiteContext, course: Course, i: int) -> StepPage:
+    """Step `i` of a course on its own page: goals, the reading list linked to the annotated code,
+    the runnable kernel, questions with folded answers that cite the code, homework, checkpoints."""
+    st = course.steps[i]
+    page = names.step_page(course.id, st.id)
+
+    def neighbour(j: int) -> Link | None:
+        if not 0 <= j < len(course.steps):
+            return None
+        other = course.steps[j]
+        return Link(label(other.title, other.id), names.rel_href(page, names.step_page(course.id, other.id)))
+
+    ex = st.exercises
+    questions = tuple(QuestionView(n, names.question_anchor(n), text_view(q.question), text_view(q.answer),
+                                   tuple(cite_link(ctx, page, c) for c in q.cites))
+                      for n, q in enumerate(ex.questions, 1))
+    return StepPage(
+        page=page, root=names.root_prefix(page),
+        course=Link(label(course.title, course.id),
+                    names.rel_href(page, names.course_page(course.id), names.step_anchor(st.id))),
+        number=i + 1, id=st.id, title=label(st.title, st.id), text=text_view(st.text),
+        goals=tuple(text_view(g) for g in st.goals),
+        reading=tuple(_reading_item(ctx, page, r) for r in st.refs),
+        harness=runs_link(ctx, page, st.harness) if st.harness else None,
+        questions=questions, homework=tuple(text_view(h) for h in ex.homework),
+        checkpoints=tuple(CheckpointView(names.tick_key(course.id, st.id, n), text_view(c))
+                          for n, c in enumerate(ex.checkpoints, 1)),
+        prev=neighbour(i - 1), next=neighbour(i + 1))
+
+
+def _reading_item(ctx: SiteContext, page: str, ref: str) -> ReadingItem:
+    """A reading-list entry: where it leads, and whether a reviewer's note is there (on the
+    function, or on any function of the file)."""
+    target = resolve_ref(ctx, ref)
+    if isinstance(target, Symbol):
+        annotated = target.key in ctx.notes
+    elif target is not None:
+        annotated = any(s.key in ctx.notes for s in ctx.rendered[target].symbols)
+    else:
+        annotated = False
+    return ReadingItem(ref_link(ctx, page, ref), annotated)
+
+
 def search_digest(ctx: SiteContext) -> str:
     """What the annotations contribute to the search index (the index's key covers the rest)."""
     parts = [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}" for k, n in sorted(ctx.notes.items())]
-    parts += [f"{c.id}\0{c.title!r}" for c in ctx.courses.values()]
+    parts += [f"{c.id}\0{c.title!r}\0{[st.title for st in c.steps]!r}" for c in ctx.courses.values()]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -107,4 +163,6 @@ def search_data(ctx: SiteContext) -> dict:
         rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, en, zh])
     files = [[f"{up}:{path}", number(names.source_page(up, path))] for (up, path) in ctx.rendered]
     courses = [[c.title.en or c.id, names.course_page(c.id), c.title.zh or ""] for c in ctx.courses.values()]
+    courses += [[st.title.en or st.id, names.step_page(c.id, st.id), st.title.zh or "", "js.step"]
+                for c in ctx.courses.values() for st in c.steps]
     return {"v": 2, "pages": pages, "symbols": rows, "files": files, "courses": courses}

@@ -81,7 +81,7 @@ def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
         calls={"demo::math::shfl_xor_sync": M.Text("warp butterfly reduction")},
         notes=(M.InlineNote("sum_sq += math::shfl_xor_sync", M.Text("Five butterfly steps reduce 32 lanes."),
                             at_line, at_line),),
-        course=("demo-course",), harness="rmsnorm",
+        course=("demo-course", "day-1"), harness="rmsnorm",
     )
     dn = M.FunctionNote(
         "demo::DecodeKernel", UP, DECODE, dk, M.STALE if stale_decode else M.OK,
@@ -89,8 +89,13 @@ def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
         summary=M.Text("A toy dot product, one warp; the partial sums meet in `warp_sum`."),
     )
     course = M.Course("demo-course", M.Text("Demo course"), M.Text("Read the norm, then the decode."), (
-        M.CourseStep("day-1", M.Text("RMSNorm"), M.Text("Start with the kernel."),
-                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}")),
+        M.CourseStep("day-1", M.Text("RMSNorm", "RMSNorm 归一化"), M.Text("Start with the kernel."),
+                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}"), goals=(M.Text("Find the reduction", "找到归约"),),
+                     harness="rmsnorm", exercises=M.Exercises(
+                         questions=(M.Question(M.Text("How many steps?", "几步？"), M.Text("Five.", "五步。"),
+                                               (f"{UP}:{NORM}:20-22", f"{UP}:demo::math::shfl_xor_sync",
+                                                f"{UP}:include/demo/gone.cuh:3")),),
+                         homework=(M.Text("Run it."),), checkpoints=(M.Text("Found it", "找到了"),))),
         M.CourseStep("day-2", M.Text("Decode"), None, (f"{UP}:demo::Decode", f"{UP}:no::such_thing")),
     ))
     files = [

@@ -234,7 +234,8 @@ def _lang(d) -> str:
 
 def _pages(site: Path) -> list[Path]:
     return [site / names.INDEX_PAGE, site / names.source_page(UP, NORM), site / names.source_page(UP, DECODE),
-            site / names.course_page("demo-course"), site / names.ERROR_PAGE,
+            site / names.course_page("demo-course"), site / names.step_page("demo-course", "day-1"),
+            site / names.ERROR_PAGE,
             *sorted((site / names.RUNS_DIR).glob("*.html"))]
 
 
@@ -347,3 +348,37 @@ def test_search_finds_notes_in_either_language(site):
         box.clear()
         box.send_keys("zzzz-nothing")
         assert _wait(d, lambda dd: dd.find_elements(By.CSS_SELECTOR, "#qr li.q-empty"))[0].text == "没有匹配结果"
+
+
+# ---- course steps ---------------------------------------------------------------------------------
+
+def test_step_page_answers_open_and_ticks_survive_a_reload(site):
+    from selenium.webdriver.common.by import By
+
+    step = (site / names.step_page("demo-course", "day-1")).as_uri()
+    with chromium(1400, 1000, languages="zh-CN,zh") as d:
+        d.get(step)
+        answer = d.find_element(By.CSS_SELECTOR, "details.answer")
+        assert not answer.get_attribute("open") and "五步" not in answer.text  # folded
+        answer.find_element(By.TAG_NAME, "summary").click()
+        assert answer.get_attribute("open") is not None and "五步" in answer.text
+        cite = answer.find_element(By.CSS_SELECTOR, ".cites a")
+        assert cite.text == "norm.cuh:20–22"
+        boxes = d.find_elements(By.CSS_SELECTOR, "ul.ticks input[type=checkbox]")
+        assert len(boxes) == 2 and not any(b.is_selected() for b in boxes)
+        boxes[1].click()
+        d.refresh()
+        boxes = d.find_elements(By.CSS_SELECTOR, "ul.ticks input[type=checkbox]")
+        assert [b.is_selected() for b in boxes] == [False, True]  # kept in this browser
+        d.get((site / names.course_page("demo-course")).as_uri())  # another page, then back
+        d.get(step)
+        assert [b.is_selected() for b in d.find_elements(By.CSS_SELECTOR, "ul.ticks input")] == [False, True]
+        d.find_elements(By.CSS_SELECTOR, "ul.ticks input")[1].click()  # unticked, and remembered so
+        d.refresh()
+        assert not any(b.is_selected() for b in d.find_elements(By.CSS_SELECTOR, "ul.ticks input"))
+        cite_href = d.find_element(By.CSS_SELECTOR, ".cites a").get_attribute("href")
+        assert cite_href.endswith("src/demo/include/demo/norm.cuh.html#L20")
+        # the reading list leads to the annotated function, the kernel to its runs page
+        links = [a.get_attribute("href") for a in d.find_elements(By.CSS_SELECTOR, ".reading a")]
+        assert links[0].endswith("norm.cuh.html#f-RMSNormKernel-12")
+        assert d.find_element(By.CSS_SELECTOR, ".kernel a.runs").get_attribute("href").endswith("runs/rmsnorm.html")

@@ -27,7 +27,7 @@ from site_builder.code import build_page  # noqa: E402
 from site_builder.graph import GNode, layout  # noqa: E402
 from site_builder.highlight import _grammar, highlight  # noqa: E402
 from site_builder.markdown import render_markdown  # noqa: E402
-from site_builder.render import render_course, render_file, render_index, render_search_index  # noqa: E402
+from site_builder.render import render_course, render_file, render_index, render_search_index, render_step  # noqa: E402
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory) -> Config:
@@ -64,6 +64,9 @@ def test_home_course_and_search_snapshots(config, snapshot):
     course = site_pages.course_page(ctx, ctx.courses["demo-course"])
     snapshot(SNAPSHOTS / "course-demo-course.model.txt", dump_model(course))
     snapshot(SNAPSHOTS / "course-demo-course.html", render_course(course))
+    step = site_pages.step_page(ctx, ctx.courses["demo-course"], 0)
+    snapshot(SNAPSHOTS / "step-demo-course-day-1.model.txt", dump_model(step))
+    snapshot(SNAPSHOTS / "step-demo-course-day-1.html", render_step(step))
     snapshot(SNAPSHOTS / "search-index.js", render_search_index(site_pages.search_data(ctx)))
 
 
@@ -182,6 +185,34 @@ def test_index_course_and_search(bare_config):
             'data-zh-title="索引中找不到">demo:no::such_thing</span>') in chtml
     js = render_search_index(site_pages.search_data(ctx))
     assert js.startswith("window.ANNOTATE_SEARCH=") and "demo::RMSNormKernel" in js and "</script" not in js
+
+
+def test_step_page(config):
+    ctx = demo_context(config)
+    step = site_pages.step_page(ctx, ctx.courses["demo-course"], 0)
+    assert step.page == "courses/demo-course/day-1.html" and step.root == "../../"
+    assert [(r.link.href, r.annotated) for r in step.reading] == [
+        ("../../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12", True),
+        ("../../src/demo/include/demo/norm.cuh.html", True)]
+    assert step.harness.href == "../../runs/rmsnorm.html"
+    (q,) = step.questions
+    assert [(c.label, c.href) for c in q.cites] == [
+        ("norm.cuh:20–22", "../../src/demo/include/demo/norm.cuh.html#L20"),
+        ("demo::math::shfl_xor_sync", "../../src/demo/include/demo/norm.cuh.html#f-shfl_xor_sync-7"),
+        ("gone.cuh:3", None)]  # not on the site: plain text
+    assert [c.key for c in step.checkpoints] == ["annotate-tick:demo-course/day-1/1"]
+    assert step.prev is None and step.next.href == "day-2.html"
+    assert step.course.href == "../demo-course.html#step-day-1"
+    html = render_step(step)
+    assert '<details class="answer"><summary>' in html and 'data-tick="annotate-tick:demo-course/day-1/1"' in html
+    # a function's course tag that names a step leads to the step's page
+    plan = file_pages.plan_file(ctx, UP, NORM)
+    kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
+    from site_builder.model import NoteLinksPanel
+
+    (links,) = [p for p in kern.aside if isinstance(p, NoteLinksPanel)]
+    assert [c.href for c in links.courses] == ["../../../../courses/demo-course.html",
+                                              "../../../../courses/demo-course/day-1.html"]
 
 
 def test_names():

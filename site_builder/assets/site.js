@@ -43,6 +43,22 @@
     document.dispatchEvent(new CustomEvent("annotate-lang", { detail: v }));
   });
 
+  // Checkpoints of a course step: ticks are kept in this browser (localStorage), per step and
+  // position, and nowhere else. Where storage is refused (some browsers under file://) the
+  // boxes still tick, for this visit only.
+  var ticks = document.querySelectorAll("input[data-tick]");
+  for (var t = 0; t < ticks.length; t++) {
+    (function (box) {
+      var key = box.getAttribute("data-tick");
+      try { box.checked = localStorage.getItem(key) === "1"; } catch (e) { /* storage refused */ }
+      box.addEventListener("change", function () {
+        try {
+          if (box.checked) localStorage.setItem(key, "1"); else localStorage.removeItem(key);
+        } catch (e) { /* storage refused */ }
+      });
+    })(ticks[t]);
+  }
+
   // Live reload: `annotate serve` answers /__annotate__/stamp with the build id; a plain
   // static server answers 404 and the script stops after one request.
   if (location.protocol === "http:" || location.protocol === "https:") {
