@@ -252,6 +252,7 @@ def definition_view(scope: FileScope, s: Symbol) -> DefinitionView:
         name=s.name,
         qualified_name=s.qualified_name,
         kind=s.kind,
+        kind_label=kind_label(s.kind),
         signature=s.signature,
         start_line=s.start_line,
         end_line=s.end_line,
@@ -263,6 +264,15 @@ def definition_view(scope: FileScope, s: Symbol) -> DefinitionView:
         marks=scope.marks(s),
         inline_notes=inline_notes(note, s) if note is not None else (),
     )
+
+
+def kind_label(kind: str) -> Msg | str:
+    """The heading's words for a kind of definition: its catalogue message, else the kind itself
+    (a kind the index learns later still shows)."""
+    from site_builder.i18n import catalogue
+
+    mid = "kind." + kind
+    return Msg(mid) if mid in catalogue() else kind
 
 
 def _placed(panels: list[Panel], place: str) -> tuple[Panel, ...]:

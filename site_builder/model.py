@@ -267,6 +267,7 @@ class DefinitionView:
     name: str
     qualified_name: str
     kind: str
+    kind_label: Msg | str  # the kind in words
     signature: str
     start_line: int
     end_line: int

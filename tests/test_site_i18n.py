@@ -105,3 +105,11 @@ def test_a_broken_catalogue_is_one_clear_error(tmp_path, monkeypatch):
         with pytest.raises(i18n.CatalogueError, match=why):
             i18n.catalogue()
     i18n.catalogue.cache_clear()
+
+
+def test_kinds_and_fact_kinds_the_catalogue_does_not_know_show_as_they_are():
+    from site_builder.facts import fact_label
+    from site_builder.file_pages import kind_label
+
+    assert kind_label("kernel") == Msg("kind.kernel") and kind_label("struct") == "struct"
+    assert fact_label("barrier") == Msg("fact.barrier") and fact_label("new-kind") == "new kind"

@@ -15,7 +15,8 @@
   function lang() { return document.documentElement.getAttribute("data-lang") === "en" ? "en" : "zh"; }
   function word(id) {
     var all = window.ANNOTATE_MESSAGES || {}, m = all[lang()] || {};
-    return m[id] || (all.en || {})[id] || id;
+    // an id the catalogue lacks (a kind the index learned later) shows as its last part
+    return m[id] || (all.en || {})[id] || id.replace(/^[a-z]+\./, "");
   }
   function pick(en, zh) { return (lang() === "zh" ? zh || en : en || zh) || ""; }
 
