@@ -82,7 +82,10 @@ def attribute(name: str, x: str | Msg | Label) -> Markup:
 
 
 def clear_caches() -> None:
-    """Templates changed (`annotate serve`): forget the environment and what it drew."""
+    """Templates or messages changed (`annotate serve`): forget the environment, the catalogue and
+    what they drew."""
+    i18n.catalogue.cache_clear()
+    i18n.pair.cache_clear()
     environment.cache_clear()
     _words.cache_clear()
     _attribute.cache_clear()

@@ -29,11 +29,13 @@ POLL_S = 0.4
 
 
 def watched_stamp(config) -> tuple:
-    """Stats of everything a save can change: annotation files, templates, assets, and the
-    harness specs and run records (a finished `annotate run` shows up on its runs page)."""
+    """Stats of everything a save can change: annotation files, templates, assets, the message
+    catalogue, and the harness specs and run records (a finished `annotate run` shows up on its
+    runs page)."""
+    from site_builder.i18n import CATALOGUE
     from site_builder.runs import stat_paths
 
-    paths = []
+    paths = [CATALOGUE]
     for d in (config.annotations_dir, render.TEMPLATES_DIR, render.ASSETS_SRC):
         if d.is_dir():
             paths += sorted(d.rglob("*"))
@@ -127,7 +129,7 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
 
 
 def _rebuild(project: Project, out: Path, jobs: int | None, state: _State, parts: IndexParts) -> None:
-    render.clear_caches()  # templates may have changed
+    render.clear_caches()  # templates or messages may have changed
     t = time.perf_counter()
     try:
         rep = build_site(project, out, jobs=jobs, force=True, parts=parts)
