@@ -38,7 +38,7 @@ def _write_fetch_record(config: Config, up) -> None:
 
     rec = FetchRecord(name=up.name, commit=up.commit, tag=up.tag, route="existing", source="tests", reason="fixture",
                       root=config.checkout_dir(up.name, up.commit), fetched_at="2026-01-01T00:00:00Z", seconds=0.0,
-                      verified="commit", files=2)
+                      verified="commit", files=2, selection=up.selection())
     config.fetch_record(up.name, up.commit).write_text(json.dumps(rec.to_json()))
 
 
