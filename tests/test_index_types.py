@@ -182,6 +182,35 @@ def test_python_classes():
     assert [(f.name, f.kind) for f in fi.types[3].fields] == [("RED", "enumerator"), ("BLUE", "enumerator")]
 
 
+def fingerprints(src: str, path: str = "a.cuh") -> dict[tuple[str, int], str]:
+    fi = types_of(src, path)
+    return {(t.qualified_name, i): t.fingerprint for i, t in enumerate(fi.types)}
+
+
+def test_type_fingerprint_leaves_method_bodies_to_the_methods():
+    """A note on a type goes stale when a member, a base or a method's head changes, not when a
+    method body does (the method has a note and a fingerprint of its own) or a comment does."""
+    base = fingerprints(TYPES)
+    body = fingerprints(TYPES.replace("{ data[0] = ((int4*)ptr)[0]; }", "{ data[1] = ((int4*)ptr)[1]; }"))
+    assert body == base
+    assert fingerprints(TYPES.replace("  int cols() const { return 4; }", "  // cols\n  int cols() const {\n"
+                                      "    return 5;  // five\n  }")) == base
+    vec_spec, params, mode = ("fi::vec_t", 1), ("fi::Params", 2), ("fi::Params::Mode", 4)
+    for changed, want in ((TYPES.replace("  int4 data[vec_size / 8];", "  int4 data[vec_size / 4];"), {vec_spec}),
+                          (TYPES.replace("void load(const half* ptr) {", "void load(const half* __restrict__ ptr) {"),
+                           {vec_spec}),
+                          (TYPES.replace(": public Base<int> {", ": public Base<long> {"), {vec_spec}),
+                          (TYPES.replace("kPlain = 0", "kPlain = 1"), {params, mode})):  # the enum is inside Params
+        assert {k for k, v in fingerprints(changed).items() if base[k] != v} == want
+    # Python: a method body is left out, but the attributes `__init__` sets are members
+    py = fingerprints(PY, "pkg/core.py")
+    assert fingerprints(PY.replace("self.extra: int = 1", "self.extra: int = 1\n            print(self.extra)"), "pkg/core.py") == py
+    renamed = fingerprints(PY.replace("self.extra: int = 1", "self.other: int = 1"), "pkg/core.py")
+    assert renamed[("pkg.core.JitSpec", 0)] != py[("pkg.core.JitSpec", 0)]
+    frozen = fingerprints(PY.replace("@dataclass(frozen=True)", "@dataclass"), "pkg/core.py")
+    assert frozen[("pkg.core.JitSpec", 0)] != py[("pkg.core.JitSpec", 0)]
+
+
 # ---- extraction: macros -------------------------------------------------------------------------
 
 def test_macros_object_and_function_like():

@@ -158,7 +158,8 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     includes = tuple(cst.node_text(n) for n in captured(found["cuda-includes"], "path"))
     fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
                    edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors),
-                   types=tuple(xt.cuda_types(cx, found)), macros=tuple(xt.cuda_macros(upstream, path, src, cx.lines)))
+                   types=tuple(xt.cuda_types(cx, found, fn_nodes)),
+                   macros=tuple(xt.cuda_macros(upstream, path, src, cx.lines)))
     return Extracted(fi, arity, nargs, receivers, xt.cuda_mentions(cx, found, symbols, fn_nodes))
 
 
@@ -632,5 +633,6 @@ def extract_python(upstream: str, path: str, src: bytes) -> Extracted:
     fi = FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
                    edges=tuple(edges), facts=(), includes=imports,
                    error_nodes=len(captured(found["python-errors"], "error")),
-                   types=tuple(xt.python_classes(upstream, path, src, found, module)))
+                   types=tuple(xt.python_classes(upstream, path, src, found, module,
+                                                     xt.MethodBodies((a, b) for a, b, _ in spans))))
     return Extracted(fi, mentions=xt.python_mentions(found, symbols, owner))

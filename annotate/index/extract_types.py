@@ -48,15 +48,19 @@ def parse_mention(text: str) -> tuple[str, str, int, int, str]:
 
 # ---- C++ / CUDA types ------------------------------------------------------------------------
 
-def cuda_types(cx, found) -> list[TypeDef]:
-    """The type definitions of one file (`cx` is extract._File), in document order."""
+def cuda_types(cx, found, fn_nodes: list = ()) -> list[TypeDef]:
+    """The type definitions of one file (`cx` is extract._File), in document order; `fn_nodes`
+    are the file's function definitions (their bodies are left out of a type's fingerprint:
+    `definition_fingerprint`)."""
     from annotate.index.extract import _namespaces
 
+    bodies = MethodBodies((b.start_byte, b.end_byte) for n in fn_nodes
+                          if (b := n.child_by_field_name("body")) is not None)
     out: list[TypeDef] = []
     node_of: dict[int, int] = {}  # id of a specifier node -> index in out
     parents: list[int | None] = []
     for node in captured(found["cuda-types"], "type"):
-        got = _cuda_type(cx, node, _namespaces)
+        got = _cuda_type(cx, node, _namespaces, bodies)
         if got is None:
             continue
         td, parent = got
@@ -103,7 +107,7 @@ def _type_name(node):
     return scope, cst.collapse(cst.node_text(name)), None
 
 
-def _cuda_type(cx, node, namespaces):
+def _cuda_type(cx, node, namespaces, bodies: "MethodBodies"):
     """(TypeDef, the enclosing class specifier node or None), or None for an anonymous type, a
     type local to a function body, or a specifier the grammar misplaced."""
     named = _type_name(node)
@@ -151,11 +155,48 @@ def _cuda_type(cx, node, namespaces):
         template_params="; ".join(tparams) if templates else None, specialization=spec,
         start_line=first.start_point[0] + 1, end_line=node.end_point[0] + 1,
         body_start_line=body.start_point[0] + 1,
-        fingerprint=fingerprint(src[first.start_byte:node.end_byte].decode("utf-8", "replace"), "cuda"),
+        fingerprint=definition_fingerprint(src, first.start_byte, node.end_byte, bodies, "cuda"),
         fields=tuple(_enumerators(body) if kind == ENUM else _members(cx, body)),
         bases=tuple(_bases(node)), anonymous_namespace=anonymous, parse_errors=hi - lo,
     )
     return td, parent_class
+
+
+class MethodBodies:
+    """The byte ranges of a file's function bodies, sorted, for `definition_fingerprint`."""
+
+    def __init__(self, ranges):
+        self.ranges = sorted(ranges)
+        self.starts = [r[0] for r in self.ranges]
+
+
+def definition_fingerprint(src: bytes, lo: int, hi: int, bodies: MethodBodies, language: str,
+                           fields: tuple[TypeField, ...] = ()) -> str:
+    """A type's fingerprint: its definition's text `src[lo:hi]` with the body of every member
+    function defined in it left out (heads, members, bases and template arguments stay), plus
+    `fields` (Python: the `self.x` attributes `__init__` sets, which sit inside a left-out body).
+
+    A method is a function with a note and a fingerprint of its own; a note on the type (what
+    its members hold, its layout) should not turn stale each time a method's code changes,
+    while adding, removing or retyping a member, or changing a method's signature, does.
+    Comments and layout are ignored as in every fingerprint."""
+    parts, pos = [], lo
+    i = bisect.bisect_left(bodies.starts, lo)
+    stub = "..." if language == "python" else "{}"
+    while i < len(bodies.ranges) and bodies.ranges[i][0] < hi:
+        a, b = bodies.ranges[i]
+        i += 1
+        if a < pos or b > hi:
+            continue  # inside a body already left out (a local class's method), or not inside
+        parts.append(src[pos:a].decode("utf-8", "replace"))
+        parts.append(stub)
+        pos = b
+    parts.append(src[pos:hi].decode("utf-8", "replace"))
+    text = "".join(parts)
+    if fields:
+        sep = "#" if language == "python" else "//"  # (the comment stripper must not eat them)
+        text += "\n" + "\n".join(f"{f.kind} {f.name}: {f.type} = {f.value}".replace(sep, " ") for f in fields)
+    return fingerprint(text, language)
 
 
 def _bases(node) -> list[str]:
@@ -491,7 +532,11 @@ def _in_comment(src: bytes, lo: int, pos: int) -> bool:
 
 # ---- Python ---------------------------------------------------------------------------------
 
-def python_classes(upstream: str, path: str, src: bytes, found, module: str) -> list[TypeDef]:
+def python_classes(upstream: str, path: str, src: bytes, found, module: str,
+                   bodies: MethodBodies | None = None) -> list[TypeDef]:
+    """Every class of one Python file; `bodies` are the file's function bodies (left out of a
+    class's fingerprint, its `__init__`'s attributes put in: `definition_fingerprint`)."""
+    bodies = bodies or MethodBodies(())
     out: list[TypeDef] = []
     for m in found["python-classes"]:
         cls, body, name_node = m["class"][0], m["body"][0], m["name"][0]
@@ -509,14 +554,15 @@ def python_classes(upstream: str, path: str, src: bytes, found, module: str) -> 
         bases = tuple(cst.collapse(cst.node_text(b)) for b in (supers.named_children if supers is not None else [])
                       if b.type not in ("keyword_argument", "comment"))
         enum_like = any(b.rsplit(".", 1)[-1].endswith("Enum") for b in bases)
+        fields = tuple(_python_fields(body, enum_like))
         out.append(TypeDef(
             upstream=upstream, path=path, name=names[-1],
             qualified_name=".".join([module, *names]) if module else ".".join(names), kind=PYTHON_CLASS,
             signature=cst.collapse(src[cls.start_byte:body.start_byte].decode("utf-8", "replace")).rstrip(":").strip(),
             template_params=None, specialization=None, start_line=outer.start_point[0] + 1,
             end_line=cls.end_point[0] + 1, body_start_line=body.start_point[0] + 1,
-            fingerprint=fingerprint(src[cls.start_byte:cls.end_byte].decode("utf-8", "replace"), "python"),
-            fields=tuple(_python_fields(body, enum_like)), bases=bases, decorators=decorators,
+            fingerprint=definition_fingerprint(src, outer.start_byte, cls.end_byte, bodies, "python", fields),
+            fields=fields, bases=bases, decorators=decorators,
             nested=tuple(".".join([*([module] if module else []), *names, cst.node_text(c.child_by_field_name("name"))])
                          for c in _class_children(body)),
         ))

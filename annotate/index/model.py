@@ -136,7 +136,7 @@ class TypeDef:
     start_line: int  # 1-based, includes any template <...> head (and Python decorators)
     end_line: int  # the closing '}' (Python: the last line of the body)
     body_start_line: int  # the line of '{' (Python: the first line of the body)
-    fingerprint: str  # of the whole definition, comments and whitespace ignored
+    fingerprint: str  # of the definition without its methods' bodies, comments and whitespace ignored
     fields: tuple[TypeField, ...] = ()
     bases: tuple[str, ...] = ()  # base classes as written ("public Qkv_params" -> "Qkv_params")
     nested: tuple[str, ...] = ()  # qualified names of the types defined inside it
