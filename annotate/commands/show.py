@@ -73,6 +73,23 @@ def show(project, spec: str, con) -> None:
         _table(con, "memory-access facts", ("line", "kind", "detail"), [(str(f.line), f.kind, f.detail) for f in facts])
     _edges(con, index, "callees", index.callees(sym), "callee")
     _edges(con, index, "callers", index.callers(sym), "caller")
+    _uses(con, project, index.uses_by(sym))
+
+
+def _uses(con, project, uses) -> None:
+    """The types and macros a function uses that resolve to a definition, with the summary of the
+    note on it where there is one."""
+    from annotate.terminal import plain
+
+    rows = []
+    for u in uses:
+        if not u.targets:
+            continue
+        noted = project.annotations.for_use(u)
+        summary = next((n.summary.en for n in noted if n.summary is not None), "")
+        rows.append((str(u.line), u.kind, plain(u.name), u.how, plain(summary.split("\n", 1)[0][:100])))
+    if rows:
+        _table(con, "types and macros used", ("line", "kind", "name", "how", "note"), rows)
 
 
 def show_type(project, spec: str, con) -> None:
@@ -91,7 +108,7 @@ def show_type(project, spec: str, con) -> None:
     con.print(printable(f"{t.upstream}:{t.path}:{t.start_line}-{t.end_line}   fingerprint {t.fingerprint}"
                         + (f"   template <{t.template_params}>" if t.template_params else "")
                         + (f"   bases: {', '.join(t.bases)}" if t.bases else "")))
-    note = _note_for(project, "for_type", t)
+    note = project.annotations.for_type(t)
     if note is not None:
         for label in TYPE_NOTE_FIELDS:
             text = getattr(note, label)
@@ -99,14 +116,17 @@ def show_type(project, spec: str, con) -> None:
                 con.print(Panel(plain(text.en), title=plain(label), expand=True))
     con.print(Syntax(printable(index.text_of(t)), "python" if t.kind == "python-class" else "cuda", line_numbers=True,
                      start_line=t.start_line, theme="ansi_dark", word_wrap=False))
-    notes = note.fields if note is not None else {}
+    def field_note(name: str):
+        fn = note.field(name) if note is not None else None
+        return plain(fn.text.en if fn is not None else "")
+
     _table(con, "members", ("line", "kind", "name", "type", "note"),
            [(str(f.line), f.kind, plain(f.name), plain(f.type + (f" = {f.value}" if f.value else "")),
-             plain(notes[f.name].en if f.name in notes else "")) for f in t.fields])
+             field_note(f.name)) for f in t.fields])
     methods = index.methods_of(t)
     if methods:
-        _table(con, "methods", ("lines", "kind", "method"),
-               [(f"{s.start_line}-{s.end_line}", s.kind, plain(s.qualified_name)) for s in methods])
+        _table(con, "methods", ("lines", "kind", "method", "note"),
+               [(f"{s.start_line}-{s.end_line}", s.kind, plain(s.qualified_name), field_note(s.name)) for s in methods])
     if t.nested:
         con.print(plain("nested types: " + ", ".join(t.nested)))
     _users(con, index, index.type_users(t))
@@ -125,7 +145,7 @@ def show_macro(project, spec: str, con) -> None:
     title.append(printable("  macro, " + ("function-like" if m.function_like else "object-like")))
     con.rule(title)
     con.print(printable(f"{m.upstream}:{m.path}:{m.start_line}-{m.end_line}   fingerprint {m.fingerprint}"))
-    note = _note_for(project, "for_macro", m)
+    note = project.annotations.for_macro(m)
     if note is not None:
         for label in MACRO_NOTE_FIELDS:
             text = getattr(note, label)
@@ -134,12 +154,6 @@ def show_macro(project, spec: str, con) -> None:
     con.print(Syntax(printable(index.text_of(m)), "cuda", line_numbers=True, start_line=m.start_line,
                      theme="ansi_dark", word_wrap=False))
     _users(con, index, index.macro_users(m))
-
-
-def _note_for(project, getter: str, thing):
-    """The reviewer's note on a type or macro, when the notes stage can say (None otherwise)."""
-    find = getattr(project.annotations, getter, None)
-    return find(thing) if find is not None else None
 
 
 def _users(con, index, uses) -> None:
