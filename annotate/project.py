@@ -123,15 +123,11 @@ def open_project(config: Config, *, upstreams: list[str] | tuple[str, ...] | Non
 
 
 def _index_of_sources(sources: dict[str, Path]) -> "Index":
-    from annotate.index.api import index_directory
+    from annotate.index.api import Index, index_directory
 
     # no config: caching another tree of the same upstream would prune the pin's resolved index
     parts = [index_directory(up, d, None) for up, d in sources.items()]
-    if len(parts) == 1:
-        return parts[0]
-    from annotate.notes.drift import MergedIndex
-
-    return MergedIndex(parts)
+    return parts[0] if len(parts) == 1 else Index.merged(*parts)
 
 
 def check_against_locks(config: Config, pins: Mapping[str, Upstream], index: "Index") -> None:

@@ -198,9 +198,9 @@ def code_key() -> str:
 
 def index_key(ctx: pages.SiteContext) -> str:
     """Changes when any indexed content or the set of rendered files changes."""
-    h = hashlib.sha256()
-    for fi in sorted(ctx.index.files(), key=lambda f: (f.upstream, f.path)):
-        h.update(f"{fi.upstream}\0{fi.path}\0{fi.blob}\0{(fi.upstream, fi.path) in ctx.rendered}\n".encode())
+    h = hashlib.sha256(ctx.index.content_key().encode())
+    for up, path in sorted(ctx.rendered):
+        h.update(f"{up}\0{path}\n".encode())
     for name, up in sorted(ctx.upstreams.items()):
         h.update(f"{name}\0{up.commit}\0{up.web}\0{up.title}\n".encode())
     return h.hexdigest()[:32]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from annotate.index.model import bare_name, split_key  # noqa: F401  (the key's one parser; pages use it from here)
+
 INDEX_PAGE = "index.html"
 SEARCH_INDEX = "search-index.js"
 ASSETS_DIR = "assets"
@@ -69,14 +71,6 @@ def line_anchor(line: int) -> str:
     return f"L{line}"
 
 
-def split_key(key: str) -> tuple[str, str, str, int]:
-    """Symbol.key "<upstream>:<qualified_name>@<path>:<start_line>" -> its four parts."""
-    ident, _, where = key.rpartition("@")
-    upstream, _, qname = ident.partition(":")
-    path, _, line = where.rpartition(":")
-    return upstream, qname, path, int(line)
-
-
 def symbol_anchor(key: str) -> str:
     """The id of a function's heading on its file's page, from Symbol.key.
 
@@ -85,7 +79,7 @@ def symbol_anchor(key: str) -> str:
     through macros, where the qualified name tells them apart).
     """
     _, qname, _, line = split_key(key)
-    name = qname.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+    name = bare_name(qname)
     return f"f-{_UNSAFE.sub('_', name)}-{line}"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from site_builder import graph, names
 from site_builder.facts import fact_style
 # which files are sources, and in which language, is the index's decision (one function for both)
-from annotate.index.parse import language_of
+from annotate.index.model import language_of
 from site_builder.markdown import plain_text, render_markdown
 from site_builder.model import (
     CallNote,
@@ -86,11 +86,6 @@ def rendered_paths(index, upstreams: dict, only: list[str] | None = None) -> dic
     return dict(sorted(out.items()))
 
 
-# The index-derived part of the context, kept for the index object it came from:
-# `annotate serve` rebuilds many times against one loaded index.
-_INDEX_PART: dict = {}
-
-
 class _EdgesOf:
     """`ctx.calls` / `ctx.callers`: edges by Symbol.key, asked of the index (which keeps
     both directions already) instead of copied for every build."""
@@ -106,9 +101,12 @@ class _EdgesOf:
 
 
 def _index_part(index, upstreams: dict, only) -> tuple:
-    memo_key = (id(index), tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())), tuple(only or ()))
-    hit = _INDEX_PART.get("key") == memo_key and _INDEX_PART.get("index") is index
-    if not hit:
+    # The index-derived part of the context, kept by the index it came from: `annotate serve`
+    # rebuilds many times against one loaded index.
+    memo_key = ("site_builder.pages", tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())),
+                tuple(only or ()))
+
+    def make() -> tuple:
         rendered = rendered_paths(index, upstreams, only)
         all_symbols, symbols = {}, {}
         for fi in index.files():
@@ -118,9 +116,9 @@ def _index_part(index, upstreams: dict, only) -> tuple:
                 if shown:
                     symbols[s.key] = s
         calls, callers = _EdgesOf(index, all_symbols, False), _EdgesOf(index, all_symbols, True)
-        _INDEX_PART.clear()
-        _INDEX_PART.update(key=memo_key, index=index, value=(rendered, all_symbols, symbols, calls, callers))
-    return _INDEX_PART["value"]
+        return rendered, all_symbols, symbols, calls, callers
+
+    return index.memo(memo_key, make)
 
 
 def make_context(index, annotations, upstreams: dict, only: list[str] | None = None,

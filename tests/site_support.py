@@ -1,13 +1,11 @@
-"""Fixtures for the site builder's tests: a tiny upstream ("demo") with two CUDA files, an
-index of it written out by hand (so the page-model tests do not depend on the index's
-parser), and annotation objects shaped like annotate.notes' model.
+"""Fixtures for the site builder's tests: a tiny upstream ("demo") with two CUDA files, indexed
+by the real index, and annotation objects shaped like annotate.notes' model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from annotate.index.model import CALL, LAUNCH, CallEdge, FileIndex, MemoryFact, Symbol
 from annotate.upstreams import Upstream
 
 DATA = Path(__file__).parent / "data" / "site"
@@ -30,101 +28,20 @@ def _line(text: str, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in fixture")
 
 
-def _col(text: str, line: int, name: str) -> int:
-    return text.split("\n")[line - 1].index(name)
+def demo_index():
+    """The demo files through the real index (in memory, nothing cached)."""
+    from annotate.index.api import index_directory
 
-
-def _sym(path, text, name, qname, kind, head, end_needle, template=False, after=0) -> Symbol:
-    start = _line(text, head)
-    lines = text.split("\n")
-    end = next(i for i in range(start, len(lines) + 1) if lines[i - 1].startswith(end_needle) and i > start)
-    return Symbol(upstream=UP, path=path, name=name, qualified_name=qname, kind=kind,
-                  signature=lines[start - 1].strip().rstrip("{").strip(), template_params="typename T" if template else None,
-                  start_line=start - (1 if template else 0), end_line=end, body_start_line=start,
-                  fingerprint=f"{abs(hash(qname)) % (1 << 63):016x}"[:16], is_cuda_qualified=())
-
-
-class FixtureIndex:
-    """The subset of annotate.index.api.Index the site uses, over the demo files."""
-
-    def __init__(self) -> None:
-        norm = (SRC / NORM).read_text()
-        dec = (SRC / DECODE).read_text()
-        self._text = {NORM: norm, DECODE: dec}
-        shfl = _sym(NORM, norm, "shfl_xor_sync", "demo::math::shfl_xor_sync", "device", "float shfl_xor_sync(", "}")
-        kern = _sym(NORM, norm, "RMSNormKernel", "demo::RMSNormKernel", "kernel", "void RMSNormKernel(", "}", True)
-        host = _sym(NORM, norm, "RMSNorm", "demo::RMSNorm", "host", "cudaError_t RMSNorm(", "}", True)
-        wsum = _sym(DECODE, dec, "warp_sum", "demo::warp_sum", "device", "float warp_sum(", "}")
-        dk = _sym(DECODE, dec, "DecodeKernel", "demo::DecodeKernel", "kernel", "void DecodeKernel(", "}")
-        dh = _sym(DECODE, dec, "Decode", "demo::Decode", "host", "cudaError_t Decode(", "}")
-        self.syms = {s.qualified_name: s for s in (shfl, kern, host, wsum, dk, dh)}
-
-        def edge(caller, text, path, needle, name, kind=CALL, callee=None):
-            ln = _line(text, needle)
-            return CallEdge(caller.key, name, kind, path, ln, _col(text, ln, name.split("::")[-1].split("<")[0]),
-                            (callee.key,) if callee else ())
-
-        n_edges = (
-            edge(kern, norm, NORM, "math::shfl_xor_sync(sum_sq", "math::shfl_xor_sync", callee=shfl),
-            edge(kern, norm, NORM, "rsqrtf(", "rsqrtf"),
-            edge(host, norm, NORM, "RMSNormKernel<T><<<", "RMSNormKernel", LAUNCH, kern),
-        )
-        d_edges = (
-            edge(wsum, dec, DECODE, "math::shfl_xor_sync(x", "math::shfl_xor_sync", callee=shfl),
-            edge(dk, dec, DECODE, "acc = warp_sum(acc)", "warp_sum", callee=wsum),
-            edge(dk, dec, DECODE, "undefined_helper(out)", "undefined_helper"),
-            edge(dh, dec, DECODE, "DecodeKernel<<<", "DecodeKernel", LAUNCH, dk),
-            edge(dh, dec, DECODE, "return RMSNorm<float>", "RMSNorm", callee=host),
-        )
-        n_facts = (
-            MemoryFact(kern.key, "shared-static", "__shared__ float smem[32]", NORM, _line(norm, "__shared__ float"), "shared-static"),
-            MemoryFact(kern.key, "barrier", "__syncthreads()", NORM, _line(norm, "__syncthreads"), "syncthreads"),
-            MemoryFact(kern.key, "warp-shuffle", "shfl_xor_sync", NORM, _line(norm, "math::shfl_xor_sync(sum_sq"), "shfl"),
-        )
-        self._files = {
-            NORM: FileIndex(UP, NORM, "b" * 40, "cuda", (shfl, kern, host), n_edges, n_facts),
-            DECODE: FileIndex(UP, DECODE, "c" * 40, "cuda", (wsum, dk, dh), d_edges, ()),
-        }
-
-    # -- the Index API subset --
-    def upstreams(self):
-        return [UP]
-
-    def files(self, upstream=None):
-        return [f for f in self._files.values() if upstream in (None, f.upstream)]
-
-    def file(self, upstream, path):
-        return self._files[path]
-
-    def source(self, upstream, path):
-        return self._text[path]
-
-    def symbols_in(self, upstream, path):
-        return sorted(self._files[path].symbols, key=lambda s: s.start_line)
-
-    def symbol(self, key):
-        return next(s for s in self.syms.values() if s.key == key)
-
-    def callees(self, sym):
-        return sorted((e for f in self._files.values() for e in f.edges if e.caller == sym.key),
-                      key=lambda e: (e.line, e.column))
-
-    def callers(self, sym):
-        return sorted((e for f in self._files.values() for e in f.edges if sym.key in e.callees),
-                      key=lambda e: (e.path, e.line, e.column))
-
-    def find(self, name, upstream=None):
-        exact = [s for s in self.syms.values() if s.qualified_name == name]
-        return exact or [s for q, s in self.syms.items() if q.endswith("::" + name) or s.name == name]
+    return index_directory(UP, SRC)
 
 
 # ---- annotations, as annotate.notes' model --------------------------------------------------
 
-def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool = False):
+def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
     from annotate.notes import model as M
 
-    kern = index.syms["demo::RMSNormKernel"]
-    dk = index.syms["demo::DecodeKernel"]
+    kern = index.resolve("demo::RMSNormKernel")
+    dk = index.resolve("demo::DecodeKernel")
     norm_text = index.source(UP, NORM)
     summary = "One block per row: sum of squares, **warp reduction**, then scale by `rsqrt`."
     if evil:

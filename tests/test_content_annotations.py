@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from annotate.index.model import bare_name
+
 REPO = Path(__file__).resolve().parent.parent
 ANN = REPO / "annotations"
 COURSES = ANN / "courses"
@@ -139,8 +141,7 @@ def test_refs_and_anchors_exist_at_the_pins(pinned, real_config, upstream: str):
         text = squash(src.read_text(encoding="utf-8", errors="replace"))
         for name, fn in doc["functions"].items():
             # `name@label` keys tell overloads apart; the label is not part of the name
-            short = name.split("@")[0].split("::")[-1].split(".")[-1]
-            assert short in text, f"{p}: {name} not in {doc['path']}"
+            assert bare_name(name.split("@")[0]) in text, f"{p}: {name} not in {doc['path']}"
             for n in fn.get("notes", []):
                 assert squash(n["at"]) in text, f"{p}: {name}: anchor {n['at']!r} not in {doc['path']}"
     for c in _course_files():

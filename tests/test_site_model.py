@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from site_support import (  # noqa: E402
-    DATA, DECODE, EVIL_MARKDOWN, NORM, UP, FixtureIndex, demo_annotations, demo_upstream, dump_page,
+    DATA, DECODE, EVIL_MARKDOWN, NORM, UP, demo_index, demo_annotations, demo_upstream, dump_page,
 )
 
 from site_builder import names, pages  # noqa: E402
@@ -31,7 +31,7 @@ SNAPSHOTS = DATA / "snapshots"
 
 
 def _page(path: str, **kw):
-    index = FixtureIndex()
+    index = demo_index()
     ctx = pages.make_context(index, demo_annotations(index, **kw), {UP: demo_upstream()})
     plan = pages.plan_file(ctx, UP, path)
     text = index.source(UP, path)
@@ -152,7 +152,7 @@ def test_markdown_sanitiser():
 
 
 def test_index_course_and_search():
-    index = FixtureIndex()
+    index = demo_index()
     ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()})
     idx = pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
     up = idx.upstreams[0]

@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from site_support import (  # noqa: E402
-    DATA, NORM, UP, FixtureIndex, build_fixture_site, demo_annotations, demo_upstream,
+    DATA, NORM, UP, demo_index, build_fixture_site, demo_annotations, demo_upstream,
 )
 
 from annotate.config import Config  # noqa: E402
@@ -45,7 +45,7 @@ def _local_record(config: Config, stamp: str, **changes) -> Path:
 
 
 def _ctx(config: Config):
-    index = FixtureIndex()
+    index = demo_index()
     return pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=load_runs(config),
                               repo_root=config.repo_root)
 
@@ -174,7 +174,7 @@ def test_index_rows_and_links_from_functions(runs_config):
 
 
 def test_harness_without_a_spec_stays_plain_text(runs_config, tmp_path):
-    index = FixtureIndex()
+    index = demo_index()
     ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=([], []))
     plan = pages.plan_file(ctx, UP, NORM)
     kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")

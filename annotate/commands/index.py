@@ -32,12 +32,12 @@ def register(subparsers) -> None:
 
 def project_for_spec(config, spec: str, **kw):
     """The Project a SYMBOL needs: only its upstream's index when it names one (`UP:name`)."""
+    from annotate.index.model import parse_symbol
     from annotate.project import open_project
     from annotate.upstreams import load_upstreams
 
-    head, sep, tail = spec.partition(":")
-    known = sep and not tail.startswith(":") and head in load_upstreams(config)
-    return open_project(config, upstreams=[head] if known else None, **kw)
+    up = parse_symbol(spec, list(load_upstreams(config))).upstream
+    return open_project(config, upstreams=[up] if up else None, **kw)
 
 
 def symbol_json(sym) -> dict:
@@ -65,7 +65,7 @@ def edge_json(index, e) -> dict:
         "via": e.via,
         "resolved": bool(targets),
         "ambiguous": len(qnames) > 1,
-        "callees": [f"{t.upstream}:{t.qualified_name}@{t.path}:{t.start_line}" for t in targets],
+        "callees": [t.key for t in targets],
         "caller_key": caller.key,
     }
 
@@ -98,7 +98,11 @@ def cmd_symbols(args, config) -> int:
                          hint="e.g. annotate symbols flashinfer:include/flashinfer/norm.cuh")
     project = open_project(config, upstreams=[up])
     project.selected  # an unknown upstream is refused before the index loads
-    syms = project.index.symbols_in(up, path.strip("/"))
+    index = project.index
+    path = path.strip("/")
+    if not index.has_file(up, path):
+        index.file(up, path)  # raises, naming the nearest paths
+    syms = index.symbols_in(up, path)
     if args.json:
         from annotate.jsonout import print_json
 

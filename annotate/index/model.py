@@ -1,14 +1,28 @@
 """Plain, read-only data produced by the index and consumed by the annotation, site and
-harness stages. This module is the contract between stages: change it with care.
+harness stages, and the names derived from it. This module is the contract between stages:
+change it with care.
 
 Identity: a function is named by `Symbol.id` = "<upstream>:<qualified_name>" and, where the
 same qualified name has several definitions (overloads, specialisations, the same helper in
 two files), `Symbol.key` adds "@<path>:<start_line>" to make it unique within a pin.
+
+Every derived name has one maker and one parser here: `symbol_key`/`split_key` (the key),
+`bare_name` (the unqualified name), `language_of`/`SOURCE_SUFFIXES` (which files are source),
+`parse_symbol` (a SYMBOL as the user writes it: `[UPSTREAM:]qualified_name[@path[:line]]`).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from annotate.errors import Diagnostic
+
+T = TypeVar("T")
 
 # Symbol.kind values
 KERNEL = "kernel"  # __global__
@@ -47,7 +61,7 @@ class Symbol:
 
     @property
     def key(self) -> str:
-        return f"{self.upstream}:{self.qualified_name}@{self.path}:{self.start_line}"
+        return symbol_key(self.upstream, self.qualified_name, self.path, self.start_line)
 
 
 @dataclass(frozen=True)
@@ -90,3 +104,127 @@ class FileIndex:
     includes: tuple[str, ...] = ()  # resolved include paths within the upstream
     error_nodes: int = 0
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
+
+
+# ---- derived names ----------------------------------------------------------------------------
+
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".hh", ".inl")
+PYTHON_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = CUDA_SUFFIXES + PYTHON_SUFFIXES
+
+
+def language_of(path: str) -> str | None:
+    """"cuda" or "python" for a source file the index reads (by suffix, any case), else None."""
+    p = path.lower()
+    if p.endswith(CUDA_SUFFIXES):
+        return "cuda"
+    if p.endswith(PYTHON_SUFFIXES):
+        return "python"
+    return None
+
+
+def symbol_key(upstream: str, qualified_name: str, path: str, start_line: int) -> str:
+    """`Symbol.key`: "<upstream>:<qualified_name>@<path>:<start_line>"."""
+    return f"{upstream}:{qualified_name}@{path}:{start_line}"
+
+
+def split_key(key: str) -> tuple[str, str, str, int]:
+    """`symbol_key`'s inverse: (upstream, qualified_name, path, start_line); ValueError if `key`
+    is not one. Names never hold '@' (C++ and Python identifiers cannot), paths may."""
+    upstream, sep, rest = key.partition(":")
+    qname, at, where = rest.partition("@")
+    path, colon, line = where.rpartition(":")
+    if not (sep and at and colon and upstream and qname and path and line.isdigit()):
+        raise ValueError(f"not a symbol key: {key!r}")
+    return upstream, qname, path, int(line)
+
+
+# `operator->`, `obj.operator()`: an operator name runs to the end (`operator.` is no C++ operator,
+# so a Python module called `operator` stays a module).
+_OPERATOR = re.compile(r"(?:^|\.|->)(operator(?![\w.]).*)$")
+
+
+def bare_name(name: str) -> str:
+    """The unqualified name of a qualified or written name: `a::b::f`, `mod.Cls.f`, `obj.f`,
+    `p->f` all give `f`; an operator keeps its whole name (`A::operator->` gives `operator->`)."""
+    last = name.rsplit("::", 1)[-1]
+    op = _OPERATOR.search(last)
+    if op:
+        return op.group(1).strip()
+    for sep in ("->", "."):
+        last = last.rsplit(sep, 1)[-1]
+    return last.strip()
+
+
+@dataclass(frozen=True)
+class SymbolSpec:
+    """A SYMBOL as written on the command line or in a note: `[UPSTREAM:]name[@path[:line]]`."""
+
+    upstream: str | None
+    name: str  # qualified as far as written
+    path: str | None = None
+    line: int | None = None
+
+
+def parse_symbol(spec: str, upstreams: Collection[str]) -> SymbolSpec:
+    """Split a SYMBOL; `upstreams` are the names an `UPSTREAM:` prefix may take. A prefix that
+    is none of them raises UsageError (`flashinfr:norm::f`), while `ns::f` is a name."""
+    from annotate.errors import UsageError
+
+    upstream = None
+    rest = spec.strip()
+    head, sep, tail = rest.partition(":")
+    if sep and not tail.startswith(":"):
+        if head in upstreams:
+            upstream, rest = head, tail
+        elif head and "::" not in head and "@" not in head:
+            raise UsageError(f"unknown upstream '{head}' in '{spec}'",
+                             hint="indexed upstreams: " + ", ".join(upstreams))
+    path = line = None
+    if "@" in rest:
+        rest, _, loc = rest.partition("@")
+        path, _, ln = loc.rpartition(":")
+        if not path or not ln.isdigit():
+            path, ln = loc, ""
+        line = int(ln) if ln.isdigit() else None
+    return SymbolSpec(upstream, rest.strip(), path, line)
+
+
+# ---- the interface other stages use ------------------------------------------------------------
+
+@runtime_checkable
+class IndexView(Protocol):
+    """What other stages may ask of an index (`annotate.index.api.Index` is the one
+    implementation; tests build it with the real `index_directory` on tiny trees).
+
+    Absent things follow one rule. A lookup of *one named thing* raises `UsageError` (a one-line
+    message with a hint: nearest names or paths) when it is not there: `root`, `file`,
+    `source`, `symbol`, `resolve`, `text_of`, and `parse_spec` for an unknown `UPSTREAM:`. A
+    query for *a collection* returns an empty list: `files`, `paths`, `symbols_in` (of a file
+    not in the index), `find`, `callees`, `callers`, `facts`, `callgraph` (of a symbol not in
+    the index), `diagnostics`; `has_file` is False and `enclosing` is None. Nothing else raises,
+    except an `AnnotateError` naming a damaged cache file (with the fix in its hint).
+    """
+
+    def upstreams(self) -> list[str]: ...
+    def root(self, upstream: str) -> Path: ...
+    def content_key(self) -> str: ...
+    def paths(self, upstream: str) -> list[str]: ...
+    def has_file(self, upstream: str, path: str) -> bool: ...
+    def files(self, upstream: str | None = None) -> list[FileIndex]: ...
+    def file(self, upstream: str, path: str) -> FileIndex: ...
+    def source(self, upstream: str, path: str) -> str: ...
+    def symbols_in(self, upstream: str, path: str) -> list[Symbol]: ...
+    def all_symbols(self) -> list[Symbol]: ...
+    def symbol(self, key: str) -> Symbol: ...
+    def find(self, name: str, upstream: str | None = None) -> list[Symbol]: ...
+    def resolve(self, spec: str) -> Symbol: ...
+    def parse_spec(self, spec: str) -> tuple[str | None, str, str | None, int | None]: ...
+    def diagnostics(self) -> list[Diagnostic]: ...
+    def callees(self, sym: Symbol) -> list[CallEdge]: ...
+    def callers(self, sym: Symbol) -> list[CallEdge]: ...
+    def facts(self, sym: Symbol) -> list[MemoryFact]: ...
+    def callgraph(self, sym: Symbol, reverse: bool = False, depth: int = 1) -> list[CallEdge]: ...
+    def enclosing(self, upstream: str, path: str, line: int) -> Symbol | None: ...
+    def text_of(self, sym: Symbol) -> str: ...
+    def memo(self, key: Hashable, make: Callable[[], T]) -> T: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import replace
 
-from annotate.index.model import LAUNCH, KERNEL, METHOD, CallEdge, FileIndex, Symbol
+from annotate.index.model import KERNEL, LAUNCH, METHOD, CallEdge, FileIndex, Symbol, bare_name
 from annotate.index.parse import macro_table
 
 # Namespaces that never hold a definition of the upstream: a call qualified by one stays unresolved.
@@ -65,12 +65,6 @@ def python_imports(files: dict[str, FileIndex], fi: FileIndex) -> tuple[str, ...
                 out.append(mods[cand])
                 break
     return tuple(dict.fromkeys(out))
-
-
-def _bare(callee: str) -> str:
-    for sep in ("::", "->", "."):
-        callee = callee.rsplit(sep, 1)[-1]
-    return callee.strip()
 
 
 def _scope_of(qualified: str, python: bool) -> str:
@@ -142,7 +136,7 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
         recv = receivers.get(p, ())
         for i, e in enumerate(fi.edges):
             caller = by_key.get(e.caller)
-            bare = _bare(e.callee_name)
+            bare = bare_name(e.callee_name)
             cands = by_name.get((py, bare), ())
             if py and not cands and bare[:1].isupper():
                 cands = inits.get(bare, ())

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic
+from annotate.index.model import SOURCE_SUFFIXES, bare_name, split_key
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
 from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
@@ -26,7 +27,6 @@ from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
 COURSES_DIR = "courses"
 TODO = "TODO"  # placeholder text written by `annotate new`
-SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py", ".inl")
 
 # Per-function outcome in a check: what the summary line counts.
 OUT_OK, OUT_STALE, OUT_BROKEN = "ok", "stale", "broken"
@@ -68,19 +68,6 @@ def expected_schema_ref(config: Config, yaml_file: Path) -> str:
 def annotation_file_for(root: Path, upstream: str, path: str) -> Path:
     """Where the annotations of upstream file `path` live."""
     return root / upstream / f"{path}.yaml"
-
-
-# ---- index access that tolerates both "None" and "raises" for absent things -----------
-
-def _safe(fn: Callable, *args, default=None):
-    try:
-        return fn(*args)
-    except Exception:
-        return default
-
-
-def _bare(name: str) -> str:
-    return name.split("::")[-1]
 
 
 def _sig_matches(wanted: str, sym) -> bool:
@@ -153,26 +140,13 @@ def _text(v: Any) -> M.Text | None:
 
 
 class _Session:
-    """One load: the inputs, and what is worth asking the index (or the fetch stage) only once."""
+    """One load: the inputs, and what is worth asking the pin file or the fetch stage only once.
+    The index is asked directly, under its rule for absent things (annotate.index.model.IndexView)."""
 
     def __init__(self, config: Config, index, root: Path, opts: Options):
         self.config, self.index, self.root, self.opts = config, index, root, opts
-        self._paths: dict[str, list[str]] = {}
         self._absent: dict[str, frozenset[str]] = {}
         self._pins: list[str] | None = None
-
-    def paths(self, upstream: str) -> list[str]:
-        """Paths of the indexed files of `upstream` (asked once: asking the index about a missing
-        file can be costly, it computes nearest-name hints)."""
-        if upstream not in self._paths:
-            self._paths[upstream] = [f.path for f in (_safe(self.index.files, upstream, default=[]) or [])]
-        return self._paths[upstream]
-
-    def has_file(self, upstream: str, path: str) -> bool:
-        return path in set(self.paths(upstream))
-
-    def upstreams(self) -> list[str]:
-        return list(_safe(self.index.upstreams, default=[]) or [])
 
     def pins(self) -> list[str]:
         if self._pins is None:
@@ -391,7 +365,7 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
         line, col = _pos(loaded, (key,))
         return Diagnostic(severity, message, file=disp, line=line, column=col, code=code, detail=detail)
 
-    known = s.upstreams()
+    known = s.index.upstreams()
     why = check_upstream_path(upstream, path)
     if upstream not in known:
         from annotate.notes.validate import did_you_mean
@@ -406,13 +380,13 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
                                      "known: " + ", ".join(sorted(set(known + pins))))]
     if why:
         return False, False, [at_key("path", "error", why, "path-outside")]
-    if s.has_file(upstream, path):
+    if s.index.has_file(upstream, path):
         return True, False, []
     if path in s.absent(upstream):
         return False, True, [at_key("path", "warning", f"{path} is part of the {upstream} pin but this checkout "
                                     "lacks it (the route it was fetched by does not ship it); its notes are not checked",
                                     "not-in-checkout", "`annotate fetch --via git --force` fetches the whole pin")]
-    paths = s.paths(upstream)
+    paths = s.index.paths(upstream)
     near = difflib.get_close_matches(path, paths, n=3, cutoff=0.6)
     if not near:
         base = posixpath.basename(path)
@@ -532,7 +506,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     if sym is None:
         return _Entry(M.FunctionNote(symbol=None, status=status, notes=unresolved_notes, **base), diag.diags,
                       OUT_BROKEN)
-    body = _safe(where.s.index.text_of, sym, default="") or ""
+    body = where.s.index.text_of(sym)
     inline, broken = _anchor_notes(doc, sym, body, name, diag)
     _check_calls(where, doc, sym, name, diag)
     _check_harness_and_todos(where, doc, diag)
@@ -557,7 +531,7 @@ def _note_fields(where: _Where, name: str, doc, diag: _Reporter) -> dict:
 def _resolve(where: _Where, name: str, doc, diag: _Reporter):
     """(the one definition the entry names, None) or (None, UNRESOLVED | AMBIGUOUS) with a diagnostic."""
     index, upstream, path = where.s.index, where.upstream, where.path
-    syms = list(_safe(index.symbols_in, upstream, path, default=[]) or [])
+    syms = index.symbols_in(upstream, path)
     exact = [s for s in syms if s.qualified_name == name]
     if not exact:
         suffix = [s for s in syms if s.qualified_name.endswith("::" + name)]
@@ -590,9 +564,9 @@ def _unresolved(where: _Where, name: str, syms: list, diag: _Reporter) -> None:
     cands = sorted({s.qualified_name for s in syms})
     near = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
     if not near:
-        bare = _bare(name)
-        near = [c for c in cands if _bare(c) == bare][:3] or difflib.get_close_matches(bare, cands, n=3, cutoff=0.5)
-    elsewhere = [s for s in (_safe(where.s.index.find, name, upstream, default=[]) or []) if s.path != path]
+        bare = bare_name(name)
+        near = [c for c in cands if bare_name(c) == bare][:3] or difflib.get_close_matches(bare, cands, n=3, cutoff=0.5)
+    elsewhere = [s for s in where.s.index.find(name, upstream) if s.path != path]
     msg = f"no function '{name}' in {upstream}:{path}"
     detail = None
     if near:
@@ -639,10 +613,10 @@ def _check_calls(where: _Where, doc, sym, name: str, diag: _Reporter) -> None:
     if not doc.calls:
         return
     names: set[str] = set()
-    for e in _safe(where.s.index.callees, sym, default=[]) or []:
+    for e in where.s.index.callees(sym):
         names.add(e.callee_name)
         for k in e.callees:
-            names.add(k.split(":", 1)[-1].split("@", 1)[0])
+            names.add(split_key(k)[1])
     norm = {n.split("<", 1)[0].replace(" ", "") for n in names}
     for callee in doc.calls:
         c = callee.split("<", 1)[0].replace(" ", "")
@@ -763,16 +737,16 @@ def _ref_problem(s: _Session, ref: str) -> str | None:
     if ":" not in ref or ref.startswith(":"):
         return f"ref '{ref}' must be 'upstream:path' or 'upstream:qualified_name'"
     up, rest = ref.split(":", 1)
-    if up not in s.upstreams():
+    if up not in s.index.upstreams():
         return f"ref '{ref}': unknown upstream '{up}'"
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-    if s.has_file(up, rest) or _safe(s.index.find, rest, up, default=[]):
+    if s.index.has_file(up, rest) or s.index.find(rest, up):
         return None
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
-        near = difflib.get_close_matches(rest, s.paths(up), n=1, cutoff=0.6)
+        near = difflib.get_close_matches(rest, s.index.paths(up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
     return f"ref '{ref}': no function '{rest}' in {up}"
 

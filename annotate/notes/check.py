@@ -118,7 +118,7 @@ class StaleExplainer:
                     return None
                 root, label = Path(tmp), f"--against {self.against_ref}"
             idx = self.indexer(upstream, root, [path])
-            for s in api._safe(idx.symbols_in, upstream, path, default=[]) or []:
+            for s in idx.symbols_in(upstream, path):
                 if s.qualified_name == name and s.fingerprint == fp:
                     return label, idx.text_of(s), s.start_line
         return None
@@ -135,7 +135,7 @@ class StaleExplainer:
         if text is not None:
             return "stored copy", text, 1
         if self.against_index is not None:
-            for s in api._safe(self.against_index.symbols_in, upstream, path, default=[]) or []:
+            for s in self.against_index.symbols_in(upstream, path):
                 if s.qualified_name == name and s.fingerprint == fp:
                     return "--against tree", self.against_index.text_of(s), s.start_line
         got = self._from_against(upstream, path, name, fp)

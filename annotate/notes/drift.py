@@ -20,6 +20,7 @@ from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import Diagnostic
+from annotate.index.model import SOURCE_SUFFIXES, bare_name
 from annotate.notes import api
 from annotate.notes.anchors import find_anchor
 from annotate.notes.history import GitRepo, git_dir_for, short_diff
@@ -56,72 +57,6 @@ class DriftEntry:
                 "diff": self.diff}
 
 
-class MergedIndex:
-    """Several single-upstream indexes behind one Index API (dispatch by upstream)."""
-
-    def __init__(self, parts):
-        self.parts = {}
-        for p in parts:
-            for u in p.upstreams():
-                self.parts[u] = p
-
-    def upstreams(self):
-        return sorted(self.parts)
-
-    def _p(self, up):
-        return self.parts[up]
-
-    def files(self, upstream=None):
-        if upstream is not None:
-            return self._p(upstream).files(upstream) if upstream in self.parts else []
-        return [f for u, p in self.parts.items() for f in p.files(u)]
-
-    def file(self, upstream, path):
-        return self._p(upstream).file(upstream, path) if upstream in self.parts else None
-
-    def source(self, upstream, path):
-        return self._p(upstream).source(upstream, path)
-
-    def symbols_in(self, upstream, path):
-        return self._p(upstream).symbols_in(upstream, path) if upstream in self.parts else []
-
-    def all_symbols(self):
-        return [s for p in {id(p): p for p in self.parts.values()}.values() for s in p.all_symbols()]
-
-    def symbol(self, key):
-        return self._p(key.split(":", 1)[0]).symbol(key)
-
-    def find(self, name, upstream=None):
-        if upstream is not None:
-            return self._p(upstream).find(name, upstream) if upstream in self.parts else []
-        return [s for u, p in self.parts.items() for s in p.find(name, u)]
-
-    def resolve(self, spec):
-        up = spec.split(":", 1)[0] if ":" in spec and "::" not in spec.split(":", 2)[0] + ":" else None
-        if up in self.parts:
-            return self.parts[up].resolve(spec)
-        first = next(iter(self.parts.values()))
-        return first.resolve(spec)
-
-    def callees(self, sym):
-        return self._p(sym.upstream).callees(sym)
-
-    def callers(self, sym):
-        return self._p(sym.upstream).callers(sym)
-
-    def facts(self, sym):
-        return self._p(sym.upstream).facts(sym)
-
-    def callgraph(self, sym, reverse=False, depth=1):
-        return self._p(sym.upstream).callgraph(sym, reverse=reverse, depth=depth)
-
-    def enclosing(self, upstream, path, line):
-        return self._p(upstream).enclosing(upstream, path, line)
-
-    def text_of(self, sym):
-        return self._p(sym.upstream).text_of(sym)
-
-
 def _search_roots(config: Config, upstream: str) -> list[str]:
     try:
         from annotate.upstreams import get_upstream
@@ -135,13 +70,10 @@ def _missing(idx, upstream, notes) -> list[str]:
     """Bare names of the notes whose function is not in its own file in `idx`."""
     out = set()
     for n in notes:
-        names = {s.qualified_name for s in api._safe(idx.symbols_in, upstream, n.path, default=[]) or []}
+        names = {s.qualified_name for s in idx.symbols_in(upstream, n.path)}
         if n.qualified_name not in names:
-            out.add(n.qualified_name.split("::")[-1])
+            out.add(bare_name(n.qualified_name))
     return sorted(out)
-
-
-SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py")
 
 
 def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
@@ -165,7 +97,7 @@ def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
             if not base.is_dir():
                 continue
             for f in sorted(base.rglob("*")):
-                if len(extra) >= MAX_GREP_FILES or not f.is_file() or f.suffix not in SOURCE_SUFFIXES:
+                if len(extra) >= MAX_GREP_FILES or not f.is_file() or not f.name.endswith(SOURCE_SUFFIXES):
                     continue
                 rel = f.relative_to(root).as_posix()
                 if rel in present:
@@ -240,11 +172,11 @@ def drift_one(index, other, n) -> DriftEntry:
     src = n.source
     e = DriftEntry(file=src.file if src else "", name=n.qualified_name, upstream=n.upstream, path=n.path, kind="")
     a = n.symbol
-    a_body = api._safe(index.text_of, a, default=None) if a is not None else None
+    a_body = index.text_of(a) if a is not None else None
     if a is not None:
         e.old_lines = (a.start_line, a.end_line)
     want_fp = n.fingerprint or (a.fingerprint if a is not None else None)
-    same = [s for s in api._safe(other.symbols_in, n.upstream, n.path, default=[]) or []
+    same = [s for s in other.symbols_in(n.upstream, n.path)
             if s.qualified_name == n.qualified_name]
     if n.signature and len(same) > 1:
         same = [s for s in same if api._sig_matches(n.signature, s)] or same
@@ -258,7 +190,7 @@ def drift_one(index, other, n) -> DriftEntry:
         return e
     if len(same) == 1:
         b = same[0]
-        b_body = api._safe(other.text_of, b, default="") or ""
+        b_body = other.text_of(b)
         e.new_lines = (b.start_line, b.end_line)
         if want_fp is not None and b.fingerprint == want_fp:
             e.kind = "moved" if (e.old_lines and e.old_lines[0] != b.start_line) else "unchanged"
@@ -273,7 +205,7 @@ def drift_one(index, other, n) -> DriftEntry:
         return e
     # not in its file under that name: the same body anywhere (renamed, or moved to another
     # file), then the same name in another file, then a similar body
-    pool = [s for s in api._safe(other.all_symbols, default=[]) or [] if s.upstream == n.upstream]
+    pool = [s for s in other.all_symbols() if s.upstream == n.upstream]
     exact = [s for s in pool if want_fp and s.fingerprint == want_fp]
     if exact:
         moved = [s for s in exact if s.qualified_name == n.qualified_name]
@@ -300,7 +232,7 @@ def drift_one(index, other, n) -> DriftEntry:
         for s in pool:
             if a is not None and s.kind != a.kind:
                 continue
-            t = api._safe(other.text_of, s, default="") or ""
+            t = other.text_of(s)
             sm = difflib.SequenceMatcher(None, a_norm, _norm_body(t, s.name), autojunk=False)
             if sm.real_quick_ratio() < SIMILAR or sm.quick_ratio() < SIMILAR:
                 continue

@@ -40,8 +40,8 @@ def _plain_key(name: str) -> str:
 
 def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
     """The entry's lines, indented for a `functions:` mapping at column 0."""
-    facts = api._safe(index.facts, sym, default=[]) or []
-    edges = api._safe(index.callees, sym, default=[]) or []
+    facts = index.facts(sym)
+    edges = index.callees(sym)
     out = [f"  {_plain_key(key)}:"]
     if need_signature:
         out.append(f"    signature: {_q(sym.signature)}")
@@ -92,10 +92,10 @@ def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewR
     if why:
         raise UsageError(why)
     target = api.annotation_file_for(root, sym.upstream, sym.path)
-    same_name = [s for s in api._safe(index.symbols_in, sym.upstream, sym.path, default=[]) or []
+    same_name = [s for s in index.symbols_in(sym.upstream, sym.path)
                  if s.qualified_name == sym.qualified_name]
     need_sig = len(same_name) > 1
-    BodyStore(config).put(sym.fingerprint, api._safe(index.text_of, sym, default="") or "")
+    BodyStore(config).put(sym.fingerprint, index.text_of(sym))
     if not os.path.lexists(target):
         return _new_file(config, index, sym, target, need_sig)
     return _add_entry(config, index, sym, target, need_sig)
