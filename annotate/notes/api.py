@@ -9,9 +9,11 @@ traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import posixpath
+import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from annotate.errors import AnnotateError, Diagnostic
 from annotate.index.model import SOURCE_SUFFIXES, bare_name, split_key
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
+from annotate.notes.policy import Policy, missing_languages
 from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
 
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
@@ -120,6 +123,7 @@ class Options:
     check_schema_line: bool = True
     known_harnesses: set[str] | None = None
     only: list[Path] | None = None  # check just these files (course maps are always read)
+    policy: Policy | None = None  # the language policy to report on (annotate check); None: no report
 
 
 @dataclass(frozen=True)
@@ -283,6 +287,13 @@ def _pos(loaded, path, key=False):
     return (p[0], p[1]) if p else (None, None)
 
 
+def _languages(s: "_Session", doc, loaded, disp: str, prefix: tuple = ()) -> list[Diagnostic]:
+    """The language policy's warnings for one validated document (or entry), when checking."""
+    if s.opts.policy is None:
+        return []
+    return missing_languages(doc, s.opts.policy, lambda path: _pos(loaded, path), disp, prefix)
+
+
 # ---- one annotation file -----------------------------------------------------------------
 
 def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.AnnotationFile:
@@ -307,6 +318,8 @@ def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.Annotation
         source_ok, unchecked, more = _source_check(s, loaded, disp, upstream, path)
         diags.extend(more)
     where = _Where(s, loaded, disp, p, upstream, path, source_ok)
+    if head_doc is not None:
+        diags.extend(_languages(s, head_doc, loaded, disp))
     notes = _load_entries(where, funcs_raw, unchecked, diags, got)
     diags.extend(_duplicate_entries(notes, disp))
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
@@ -496,6 +509,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     except ValidationError as err:
         return _Entry(None, vdiags(err, S.FunctionDoc, where.loaded, where.disp, prefix=diag.fpath, symbol=entry_key),
                       OUT_BROKEN)
+    diag.diags.extend(_languages(where.s, doc, where.loaded, where.disp, diag.fpath))
     diag.name = name = entry_key.split("@", 1)[0].strip()  # "qualified::name@label": a second overload's entry
     if not name:
         diag("error", "empty function name", "unresolved", key=True)
@@ -676,6 +690,7 @@ def _load_course(s: _Session, p: Path, disp: str):
         doc = S.CourseDoc.model_validate(loaded.data)
     except ValidationError as err:
         return None, diags + vdiags(err, S.CourseDoc, loaded, disp)
+    diags.extend(_languages(s, doc, loaded, disp))
     stem = p.name.rsplit(".", 1)[0]
     if stem != doc.id:
         line, col = _pos(loaded, ("id",))
@@ -683,15 +698,73 @@ def _load_course(s: _Session, p: Path, disp: str):
                                 file=disp, line=line, column=col, code="location-mismatch"))
     steps = []
     for i, st in enumerate(doc.steps):
-        for j, ref in enumerate(st.refs):
-            d = _ref_diagnostic(s, ref, disp, *_pos(loaded, ("steps", i, "refs", j)))
-            if d is not None:
-                diags.append(d)
-        steps.append(M.CourseStep(id=st.id, title=_text(st.title), text=_text(st.text), refs=tuple(st.refs)))
+        diags.extend(_step_checks(s, st, ("steps", i), loaded, disp))
+        steps.append(_step(st))
     line, col = _pos(loaded, ("id",))
     course = M.Course(id=doc.id, title=_text(doc.title), text=_text(doc.text), steps=tuple(steps), file=disp,
                       source=M.SourceSpan(disp, line or 1, col or 1))
     return course, diags
+
+
+def _step(st) -> M.CourseStep:
+    ex = st.exercises
+    exercises = M.Exercises(
+        questions=tuple(M.Question(_text(q.question), _text(q.answer), tuple(q.cites)) for q in ex.questions),
+        homework=tuple(_text(h) for h in ex.homework),
+        checkpoints=tuple(_text(c) for c in ex.checkpoints)) if ex else M.Exercises()
+    return M.CourseStep(id=st.id, title=_text(st.title), text=_text(st.text), refs=tuple(st.refs),
+                        goals=tuple(_text(g) for g in st.goals), harness=st.harness, exercises=exercises)
+
+
+def _step_checks(s: _Session, st, at: tuple, loaded, disp: str) -> list[Diagnostic]:
+    """A step's reading list and cited code resolve; its runnable kernel is one `annotate run` knows."""
+    out = []
+    for j, ref in enumerate(st.refs):
+        d = _ref_diagnostic(s, ref, disp, *_pos(loaded, at + ("refs", j)))
+        if d is not None:
+            out.append(d)
+    for j, q in enumerate(st.exercises.questions if st.exercises else ()):
+        for k, cite in enumerate(q.cites):
+            d = _cite_diagnostic(s, cite, disp, *_pos(loaded, at + ("exercises", "questions", j, "cites", k)))
+            if d is not None:
+                out.append(d)
+    known = s.opts.known_harnesses
+    if st.harness and known is not None and st.harness not in known:
+        line, col = _pos(loaded, at + ("harness",))
+        out.append(Diagnostic("warning", f"no harness '{st.harness}' in vendor_kernels/", file=disp, line=line,
+                              column=col, code="unknown-harness", detail="known: " + ", ".join(sorted(known))))
+    return out
+
+
+_LINE_CITE = re.compile(r"^(?P<path>.+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
+
+
+def parse_cite(cite: str) -> tuple[str, str, int | None, int | None]:
+    """(upstream, path or qualified name, first line, last line): the lines are None for a name."""
+    up, _, rest = cite.partition(":")
+    m = _LINE_CITE.match(rest)
+    if m and ("/" in m["path"] or m["path"].endswith(SOURCE_SUFFIXES)):
+        first = int(m["first"])
+        return up, m["path"], first, int(m["last"]) if m["last"] else first
+    return up, rest, None, None
+
+
+def _cite_diagnostic(s: _Session, cite: str, disp: str, line, col) -> Diagnostic | None:
+    """A cited function is checked like a ref; a cited line range must lie inside its file."""
+    up, path, first, last = parse_cite(cite)
+    d = _ref_diagnostic(s, f"{up}:{path}" if first is not None else cite, disp, line, col)
+    if d is not None:
+        return dataclasses.replace(d, code="bad-cite", message=d.message.replace("ref ", "cite ", 1)) \
+            if d.code == "bad-ref" else d
+    if first is None:
+        return None
+    text = s.index.source(up, path) if s.index.has_file(up, path) else None
+    n = len(text.splitlines()) if text is not None else None
+    if first < 1 or last < first or (n is not None and last > n):
+        return Diagnostic("error", f"cite '{cite}': lines {first}-{last} are not in {path}"
+                          + (f" ({n} lines)" if n is not None else ""), file=disp, line=line, column=col,
+                          code="bad-cite")
+    return None
 
 
 def _ref_diagnostic(s: _Session, ref: str, disp: str, line, col) -> Diagnostic | None:

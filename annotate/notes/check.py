@@ -178,9 +178,13 @@ def run_check(config: Config, index, root: Path | None = None, *, refresh: bool 
               explainer=None, known_harnesses: set[str] | None = None,
               only: list[Path] | None = None) -> CheckReport:
     """`known_harnesses`: the kernel names a note's `harness:` may name (None: not checked); the
-    caller asks the harness stage, which comes after this one."""
+    caller asks the harness stage, which comes after this one. The language policy is the
+    annotations root's (annotate.notes.policy)."""
+    from annotate.notes.policy import load_policy
+
     t0 = time.perf_counter()
-    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only)
+    policy = load_policy(Path(root) if root else config.annotations_dir)
+    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only, policy=policy)
     result = api.load(config, index, opts)
     refreshed = 0
     if refresh and result.refreshable:

@@ -105,11 +105,28 @@ class AnnotationFile:
 
 
 @dataclass(frozen=True)
+class Question:
+    question: Text
+    answer: Text
+    cites: tuple[str, ...] = ()  # "upstream:path:line", "upstream:path:first-last" or "upstream:qualified_name"
+
+
+@dataclass(frozen=True)
+class Exercises:
+    questions: tuple[Question, ...] = ()
+    homework: tuple[Text, ...] = ()
+    checkpoints: tuple[Text, ...] = ()  # ticked in the browser, by position
+
+
+@dataclass(frozen=True)
 class CourseStep:
     id: str
     title: Text
     text: Text | None = None
-    refs: tuple[str, ...] = ()  # "upstream:path" or "upstream:qualified_name"
+    refs: tuple[str, ...] = ()  # the reading list, in order: "upstream:path" or "upstream:qualified_name"
+    goals: tuple[Text, ...] = ()
+    harness: str | None = None  # the runnable kernel of the step (vendor_kernels/<harness>/)
+    exercises: Exercises = Exercises()
 
 
 @dataclass(frozen=True)

@@ -89,13 +89,38 @@ class FileDoc(_Strict):
         default_factory=dict, description="Keyed by qualified name as the index reports it.")
 
 
+CITE_HELP = ("'upstream:path:line', 'upstream:path:first-last' (lines of a file) or "
+             "'upstream:qualified_name' (a function)")
+
+
+class QuestionDoc(_Strict):
+    question: TextField = Field(description="What the learner is asked.")
+    answer: TextField = Field(description="The reference answer, shown folded; say where in the code it is.")
+    cites: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        min_length=1, description=f"The code the answer rests on: {CITE_HELP}; checked by `annotate check`.")
+
+
+class ExercisesDoc(_Strict):
+    questions: list[QuestionDoc] = Field(
+        default_factory=list, description="Questions with a reference answer that cites the code.")
+    homework: list[TextField] = Field(
+        default_factory=list, description="Things to do: run, change, measure, explain.")
+    checkpoints: list[TextField] = Field(
+        default_factory=list, description="What the learner should be able to do at the end of the step; "
+                                          "ticked in the browser (kept there, by position in this list).")
+
+
 class StepDoc(_Strict):
     id: Annotated[str, StringConstraints(pattern=COURSE_ID_RE)]
     title: TextField
     text: TextField | None = None
+    goals: list[TextField] = Field(default_factory=list, description="What the step is for.")
     refs: list[str] = Field(
         default_factory=list,
-        description="'upstream:path' or 'upstream:qualified_name' of what the step reads.")
+        description="The reading list, in reading order: 'upstream:path' or 'upstream:qualified_name'.")
+    harness: str | None = Field(
+        None, description="The runnable kernel of the step: a folder of vendor_kernels/ with a spec.yaml.")
+    exercises: ExercisesDoc | None = Field(None, description="Questions, homework and checkpoints.")
 
 
 class CourseDoc(_Strict):
