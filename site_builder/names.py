@@ -98,6 +98,26 @@ def symbol_anchor(key: str) -> str:
     return f"f-{_UNSAFE.sub('_', name)}-{line}"
 
 
+def type_anchor(key: str) -> str:
+    """The id of an annotated type's heading, from TypeDef.key (a type and a function of one
+    name may start on one line: a constructor-like macro; the prefix keeps them apart)."""
+    _, qname, _, line = split_key(key)
+    return f"t-{_UNSAFE.sub('_', bare_name(qname))}-{line}"
+
+
+def macro_anchor(key: str) -> str:
+    """The id of an annotated macro's heading, from MacroDef.key."""
+    _, name, _, line = split_key(key)
+    return f"m-{_UNSAFE.sub('_', name)}-{line}"
+
+
+def definition_href_target(key: str, what: str) -> tuple[str, str]:
+    """(page, anchor) where a function, type or macro ("function" | "type" | "macro") is shown."""
+    upstream, _, path, _ = split_key(key)
+    anchor = {"type": type_anchor, "macro": macro_anchor}.get(what, symbol_anchor)(key)
+    return source_page(upstream, path), anchor
+
+
 def symbol_href_target(key: str) -> tuple[str, str]:
     """(page, anchor) where a function is shown."""
     upstream, _, path, _ = split_key(key)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from annotate.index.model import Symbol
-from annotate.notes.model import Course, CourseStep, FunctionNote
+from annotate.notes.model import Course, CourseStep, FunctionNote, MacroNote, TypeNote
 from site_builder import names
 from site_builder.context import (SiteContext, cite_link, label, ref_link, resolve_ref, runs_link, text_plain,
                                   text_view)
@@ -129,6 +129,8 @@ def _reading_item(ctx: SiteContext, page: str, ref: str) -> ReadingItem:
 def search_digest(ctx: SiteContext) -> str:
     """What the annotations contribute to the search index (the index's key covers the rest)."""
     parts = [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}" for k, n in sorted(ctx.notes.items())]
+    parts += [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}"
+              for k, n in sorted({**ctx.type_notes, **ctx.macro_notes}.items())]
     parts += [f"{c.id}\0{c.title!r}\0{[st.title for st in c.steps]!r}" for c in ctx.courses.values()]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -136,15 +138,17 @@ def search_digest(ctx: SiteContext) -> str:
 SEARCH_TEXT = 300  # characters of note text kept per function and language
 
 
-def _note_text(note: FunctionNote, lang: str) -> str:
-    """What search finds a function by besides its name: its summary and first look, plain."""
-    parts = (text_plain(note.summary, lang), text_plain(note.first_look, lang))
+def _note_text(note: FunctionNote | TypeNote | MacroNote, lang: str) -> str:
+    """What search finds a definition by besides its name: its summary and first look (a type's
+    layout, a macro's expansion), plain."""
+    second = getattr(note, "first_look", None) or getattr(note, "layout", None) or getattr(note, "expands_to", None)
+    parts = (text_plain(note.summary, lang), text_plain(second, lang))
     return " ".join(x for x in parts if x)[:SEARCH_TEXT]
 
 
 def search_data(ctx: SiteContext) -> dict:
-    """The client-side search index: pages once, then one compact row per function:
-    [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
+    """The client-side search index: pages once, then one compact row per function, type and
+    macro: [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
     Search matches the name and the note text in either language, whatever the page shows."""
     pages: list[str] = []
     page_no: dict[str, int] = {}
@@ -161,6 +165,18 @@ def search_data(ctx: SiteContext) -> dict:
         note = ctx.notes.get(key)
         en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
         rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, en, zh])
+    # types and macros: an annotated one links to its note's heading, the others to their line
+    for (up, path), fi in ctx.rendered.items():
+        for d, what in [*((t, "type") for t in fi.types), *((m, "macro") for m in fi.macros)]:
+            note = (ctx.macro_notes if what == "macro" else ctx.type_notes).get(d.key)
+            if note is not None:
+                page, anchor = names.definition_href_target(d.key, what)
+            else:
+                page, anchor = names.source_page(up, path), names.line_anchor(d.start_line)
+            en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
+            name = d.qualified_name + (f"<{d.specialization}>" if what == "type" and d.specialization else "")
+            rows.append([name, "macro" if what == "macro" else d.kind, number(page), anchor,
+                         1 if note is not None else 0, en, zh])
     files = [[f"{up}:{path}", number(names.source_page(up, path))] for (up, path) in ctx.rendered]
     courses = [[c.title.en or c.id, names.course_page(c.id), c.title.zh or ""] for c in ctx.courses.values()]
     courses += [[st.title.en or st.id, names.step_page(c.id, st.id), st.title.zh or "", "js.step"]
