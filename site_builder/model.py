@@ -771,7 +771,7 @@ class IdentityView:
     nvcc: str
     verdict: str
     verdict_label: str | Msg
-    summary: str  # the card's own words (data)
+    summary: Msg  # how many of the kernels compared are identical
     route: str
     notes: str
     only_harness: tuple[str, ...]

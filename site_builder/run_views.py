@@ -80,7 +80,10 @@ def identity_view(card) -> IdentityView:
         _str(k.upstream_instructions), _str(k.differing), tuple(k.diff), k.closest or "") for k in card.kernels)
     return IdentityView(
         arch=card.arch, upstream_arch=card.upstream_arch or DASH, nvcc=card.nvcc or DASH, verdict=card.verdict,
-        verdict_label=label(card.verdict), summary=card.summary, route=card.route, notes=card.notes,
+        verdict_label=label(card.verdict),
+        summary=msg("identity.counted", same=sum(1 for k in card.kernels if k.status == "identical"),
+                    n=len(card.kernels)),
+        route=card.route, notes=card.notes,
         only_harness=tuple(card.only_harness), only_upstream=tuple(card.only_upstream),
         upstream_sources=tuple(card.upstream_sources), upstream_kernels=card.upstream_kernels, kernels=kernels)
 

@@ -164,6 +164,42 @@ def test_hostile_annotation_runs_nothing(tmp_path):
         assert "window.__pwned" in d.find_element(By.CSS_SELECTOR, "aside.note.fn").text  # shown as text
 
 
+def test_a_sass_marker_expands_and_a_type_has_its_panel(site, browser):
+    """decode.cuh: a line's SASS marker opens the instructions under the line (by mouse and by
+    keyboard) and closes them again; the annotated struct has its heading and notes beside its
+    definition, a member's note beside the member; a kernel's "uses" link leads to the struct."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get((site / names.source_page(UP, DECODE)).as_uri() + "?lang=en")
+    button = browser.find_element(By.CSS_SELECTOR, "#L17 button.fm.sm")
+    body = browser.find_element(By.CSS_SELECTOR, "#L17 .mx")
+    assert button.text == "LDG.E×2" and not body.is_displayed()
+    button.click()
+    assert body.is_displayed() and button.get_attribute("aria-expanded") == "true"
+    assert "00f0 LDG.E R2, desc[UR4][R2.64]" in body.text and "#1 sm_90" in body.text and "#3 sm_80" in body.text
+    line18 = browser.find_element(By.ID, "L18")
+    assert line18.rect["y"] >= body.rect["y"] + body.rect["height"] - 1  # under its line, before the next
+    button.click()
+    assert not body.is_displayed() and button.get_attribute("aria-expanded") == "false"
+    button.send_keys(Keys.ENTER)  # a button: the keyboard opens it too
+    assert body.is_displayed()
+    # the compiler's verdict beside the fact marker of line 9
+    assert browser.find_element(By.CSS_SELECTOR, "#L9 sup.fx.ok").text == "✓"
+    # the annotated type: a heading with its notes beside it, a member's note beside its line
+    head = browser.find_element(By.ID, "t-DecodeParams-41")
+    assert "STRUCT" in head.text and "demo::DecodeParams" in head.text
+    panel = browser.find_element(By.XPATH, "//div[@id='t-DecodeParams-41']/following-sibling::aside[1]")
+    assert "LAYOUT" in panel.text and "24 bytes" in panel.text and "demo::ParamsKernel" in panel.text
+    member = browser.find_element(By.XPATH, "//p[@id='L44']/ancestor::div[@class='row']/aside")
+    assert "stride" in member.text and abs(member.rect["y"] - browser.find_element(By.ID, "L44").rect["y"]) < 30
+    assert panel.rect["x"] > head.rect["x"] + head.rect["width"] - 5  # beside the code
+    # a function that uses it links to it
+    browser.find_element(By.CSS_SELECTOR, "#f-ParamsKernel-47 .uses a[href='#t-DecodeParams-41']").click()
+    _wait(browser, lambda d: d.current_url.endswith("#t-DecodeParams-41"))
+    assert _in_view(browser, head)
+
+
 @pytest.mark.slow
 def test_real_decode_page(real_config, pinned, tmp_path):
     """The real pins: flashinfer's decode.cuh with the project's own annotations."""
@@ -198,6 +234,7 @@ def test_real_decode_page(real_config, pinned, tmp_path):
 
 VISIBLE_TEXT = """
 document.querySelectorAll('details').forEach(d => d.open = true);
+document.querySelectorAll('.mx').forEach(x => x.classList.add('open'));
 const skip = '.c, .md, code, .diag, #lang, #qr';
 const out = [];
 const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);

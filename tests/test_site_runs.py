@@ -230,7 +230,7 @@ def dump_runs(rp) -> str:
             out.append(f"  time {t.shape} [{t.params}] {t.median_us} us ({t.p10_us}-{t.p90_us}) {t.rate} "
                        f"{t.pct_peak} torch {t.torch_us} us {t.speedup} passed={t.passed}")
     for c in r.identity:
-        out.append(f"identity sm{c.arch} vs sm{c.upstream_arch} nvcc {c.nvcc}: {c.verdict} ({c.summary}); "
+        out.append(f"identity sm{c.arch} vs sm{c.upstream_arch} nvcc {c.nvcc}: {c.verdict} ({en(c.summary)}); "
                    f"upstream kernels {c.upstream_kernels}, only harness {c.only_harness}, only upstream {c.only_upstream}")
         out += [f"  {k.status} {k.function} {k.instructions}/{k.upstream_instructions} differing {k.differing}"
                 for k in c.kernels]
