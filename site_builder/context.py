@@ -67,6 +67,7 @@ class SiteContext:
     annotations: AnnotationSet = field(default_factory=AnnotationSet)
     compiled: CompiledSite = field(default_factory=CompiledSite)  # the committed SASS, facts, profiles
     any_type_notes: bool = False  # some type or macro is annotated (in any file: users link to it)
+    noted_files: frozenset[FileKey] = frozenset()  # rendered files with an annotated type or macro
 
     @property
     def rendered(self) -> Mapping[FileKey, FileIndex]:
@@ -185,7 +186,9 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
         runs=runs, runs_problems=tuple(runs_problems), run_symbols=run_symbols,
         harness_of=harness_of, repo_root=repo_root, type_notes=type_notes, macro_notes=macro_notes,
         annotations=aset, compiled=site,
-        any_type_notes=any(True for _ in aset.types()) or any(True for _ in aset.macros()))
+        any_type_notes=any(True for _ in aset.types()) or any(True for _ in aset.macros()),
+        noted_files=frozenset((n.definition.upstream, n.definition.path)
+                              for n in (*type_notes.values(), *macro_notes.values())))
 
 
 def _steps(courses: Iterable[Course]) -> dict[str, tuple[str, int]]:

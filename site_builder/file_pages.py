@@ -519,7 +519,9 @@ def type_definitions(scope: FileScope) -> Iterable[DefinitionView]:
     """Each annotated type of the file: summary and layout beside its heading, a note per member
     beside the member's line, the in-body notes, its users and course links."""
     ctx = scope.ctx
-    for t in ctx.index.types_in(scope.upstream, scope.path):
+    if (scope.upstream, scope.path) not in ctx.noted_files:
+        return
+    for t in scope.fi.types:
         note = ctx.type_notes.get(t.key)
         if note is None:
             continue
@@ -541,7 +543,9 @@ def macro_definitions(scope: FileScope) -> Iterable[DefinitionView]:
     """Each annotated macro of the file: summary and what an invocation expands to beside its
     `#define`, the in-body notes, where it is invoked and course links."""
     ctx = scope.ctx
-    for m in ctx.index.macros_in(scope.upstream, scope.path):
+    if (scope.upstream, scope.path) not in ctx.noted_files:
+        return
+    for m in scope.fi.macros:
         note = ctx.macro_notes.get(m.key)
         if note is None:
             continue
