@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "annotate.commands.notes",
     "annotate.commands.site",
     "annotate.harness.cli",
+    "annotate.commands.sass",
 ]
 
 
