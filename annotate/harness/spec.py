@@ -90,11 +90,14 @@ class KernelSpec:
         return self.folder / REFERENCE_FILE
 
     def source_files(self) -> list[Path]:
-        """Every file of this harness that goes into a build (the cache key hashes them)."""
+        """Every file of this harness that goes into a build (the cache key hashes them): its
+        own, then the shared headers of vendor_kernels/common beside it that it does not carry
+        itself (an extracted copy carries its own, wherever it lives)."""
         files = [self.folder / s for s in (*self.sources, self.binding, *self.headers)]
+        own = {p.name for p in files}
         common = self.folder.parent / COMMON_DIR
         if common.is_dir():
-            files += sorted(p for p in common.iterdir() if p.is_file())
+            files += sorted(p for p in common.iterdir() if p.is_file() and p.name not in own)
         return files
 
     def tolerance_for(self, dtype: str) -> Tolerance:
@@ -272,12 +275,13 @@ def load_specs(config: Config) -> list[KernelSpec]:
     return [load_spec(config, n) for n in kernel_names(config)]
 
 
-def load_reference(spec: KernelSpec) -> ModuleType:
-    """Import the kernel's reference.py (it imports torch: call this only when running)."""
+def load_reference(spec: KernelSpec, tag: str = "") -> ModuleType:
+    """Import the kernel's reference.py (it imports torch: call this only when running).
+    `tag` tells apart two copies of one kernel loaded in one process (`run --source`)."""
     path = spec.reference_file
     if not path.is_file():
         raise AnnotateError(f"{path}: missing (every harness has a reference.py)")
-    mod_name = f"annotate_kernels_{spec.name}_reference"
+    mod_name = f"annotate_kernels_{spec.name}_reference" + (f"_{tag}" if tag else "")
     mspec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(mspec)
     sys.modules[mod_name] = module
