@@ -41,7 +41,7 @@ from annotate.harness import staging
 from annotate.harness.spec import COMMON_DIR, REFERENCE_FILE, SPEC_FILE, KernelSpec, load_spec_dir
 
 # Bump when what a reduction decides changes for the same inputs (cached results then miss).
-EXTRACT_LOGIC_VERSION = "2"
+EXTRACT_LOGIC_VERSION = "4"
 DEFAULT_ARCHES = ("90", "80")
 README = "README.md"
 
@@ -74,6 +74,7 @@ class Plan:
     library_includes: tuple[str, ...]  # the spec's includes that stay ("flashinfer:3rdparty/cccl/cub")
     library_dirs: tuple[Path, ...]
     harness: dict  # harness file name -> text rewritten to include kernel.cu
+    include_paths: tuple[Path, ...] = ()  # every include folder of the pinned harness, in order
 
     @property
     def commit(self) -> str:
@@ -133,7 +134,8 @@ def plan_from(spec: KernelSpec, origin: Origin, root: Path, dirs: Sequence[Inclu
     reach = compute_reach(closure, roots, index=index, upstream=spec.upstream, definers=table.definers,
                           qualifier_macros=quals)
     return Plan(spec, origin, closure, reach, frozenset(roots),
-                tuple(d.label for d in dirs if d.library), tuple(d.path for d in dirs if d.library), harness)
+                tuple(d.label for d in dirs if d.library), tuple(d.path for d in dirs if d.library), harness,
+                tuple(d.path for d in dirs))
 
 
 def kernel_text(plan: Plan, keep: Iterable[int], *, summaries=None, markers: bool = False,
@@ -171,6 +173,19 @@ class Workspace:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class PinnedWorkspace(Workspace):
+    """The pinned harness's own files (unmodified launchers), the oracle's reference."""
+
+    def __init__(self, config: Config, plan: Plan):
+        self.config, self.plan = config, plan
+        config.tmp_dir().mkdir(parents=True, exist_ok=True)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"pinned-{plan.spec.name}-", dir=config.tmp_dir()))
+        for name, text in staging.staged_files(plan.spec).items():
+            (self.dir / name).write_text(text, encoding="utf-8")
+        (self.dir / ORACLE_TU).write_text(oracle_unit([Path(s).name for s in plan.spec.sources]), encoding="utf-8")
+        self.includes = list(plan.include_paths)
 
 
 def support_files(plan: Plan) -> dict[str, str]:
@@ -212,11 +227,12 @@ class ReductionResult:
     level: str  # cicc's optimisation level the oracle compiled at ("O0" or "O3"); "" when none ran
     log: tuple[str, ...] = ()
     skipped: bool = False  # --no-reduce
+    whole: bool = False  # static analysis missed something the pinned build needs: every piece is kept
 
     def to_json(self) -> dict:
         return {"static": self.static, "dead": len(self.dead), "candidates": self.candidates,
                 "dropped": len(self.dropped), "tests": self.tests, "seconds": round(self.seconds, 1),
-                "cached": self.cached, "level": self.level, "skipped": self.skipped}
+                "cached": self.cached, "level": self.level, "skipped": self.skipped, "whole": self.whole}
 
 
 def reduction_cache(config: Config, kernel: str, key: str) -> Path:
@@ -250,7 +266,7 @@ def reduce_plan(config: Config, plan: Plan, arches: Sequence[str], log: Log = _q
         if got.get("key") == key:
             return ReductionResult(len(static), tuple(got["dead"]), int(got["candidates"]), tuple(got["dropped"]),
                                    int(got["tests"]), float(got["seconds"]), True, str(got["level"]),
-                                   tuple(got.get("log", ())))
+                                   tuple(got.get("log", ())), whole=bool(got.get("whole")))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     t0 = time.perf_counter()
@@ -279,9 +295,29 @@ def reduce_plan(config: Config, plan: Plan, arches: Sequence[str], log: Log = _q
             result = ReductionResult(len(static), dead, 0, (), 0, time.perf_counter() - t0, False, "")
             _save(path, key, result)
             return result
-        oracle = PtxOracle(tc.nvcc, ws.dir, {}, tuple(plan.library_dirs), tuple(sys_incs), tc.env(config.environ))
-        level = oracle.choose_level({a: staging.nvcc_flags(plan.spec, a) for a in arches},
-                                    kernel_text(plan, keep))
+        # the reference is the pinned harness itself: what static analysis keeps must already
+        # compile to it, or static analysis missed something and the whole closure is kept
+        with PinnedWorkspace(config, plan) as pw:
+            pinned = PtxOracle(tc.nvcc, pw.dir, {}, tuple(pw.includes), tuple(sys_incs), tc.env(config.environ))
+            level = pinned.choose_level({a: staging.nvcc_flags(plan.spec, a) for a in arches})
+        oracle = PtxOracle(tc.nvcc, ws.dir, dict(pinned.flags), tuple(plan.library_dirs), tuple(sys_incs),
+                           tc.env(config.environ), dict(pinned.reference), pinned.stats)
+        static_ptx, why = oracle.compile(kernel_text(plan, keep))
+        why = why or oracle.compare(static_ptx)
+        oracle.stats.log.append(f"what static analysis keeps: {why or 'the pinned build’s code'}")
+        if why is None:
+            oracle.expect_kernels_of(static_ptx)
+        else:
+            everything = set(range(len(plan.closure.pieces)))
+            if oracle.differs(kernel_text(plan, everything), "the whole closure") is not None:
+                raise AnnotateError(f"{plan.spec.name}: the flattened closure does not compile to the pinned "
+                                    f"harness's device code ({why})", hint=f"scratch folder: {ws.dir}")
+            log(f"{plan.spec.name}: what static analysis keeps differs from the pinned build ({why}); "
+                "keeping the whole closure")
+            result = ReductionResult(len(static), (), 0, (), oracle.stats.tests, time.perf_counter() - t0,
+                                     False, level, tuple(oracle.stats.log), whole=True)
+            _save(path, key, result)
+            return result
         log(f"{plan.spec.name}: asking the compiler about {len(cands)} candidate pieces "
             f"(device PTX at cicc -{level}, {' and '.join('sm_' + a for a in arches)})")
 
@@ -292,7 +328,7 @@ def reduce_plan(config: Config, plan: Plan, arches: Sequence[str], log: Log = _q
 
         red = reduce(cands, keep, differs, likely=[u for u in cands if u in plan.reach.likely],
                      blame=lambda why, chunk: blame(plan, why, chunk))
-    result = ReductionResult(len(static), dead, sum(len(u) for u in cands), red.dropped, red.tests,
+    result = ReductionResult(len(static), dead, sum(len(u) for u in cands), red.dropped, oracle.stats.tests,
                              time.perf_counter() - t0, False, level, tuple(oracle.stats.log))
     _save(path, key, result)
     return result
@@ -318,7 +354,8 @@ def blame(plan: Plan, why: str, chunk: Sequence[tuple[int, ...]]) -> list[tuple[
 
 def _save(path: Path, key: str, r: ReductionResult) -> None:
     data = {"key": key, "dead": list(r.dead), "candidates": r.candidates, "dropped": list(r.dropped),
-            "tests": r.tests, "seconds": round(r.seconds, 2), "level": r.level, "log": list(r.log)}
+            "tests": r.tests, "seconds": round(r.seconds, 2), "level": r.level, "log": list(r.log),
+            "whole": r.whole}
     write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
@@ -514,7 +551,7 @@ def extract(config: Config, spec: KernelSpec, into: Path, *, index=None, annotat
     red = reduce_plan(config, plan, arches, log, enabled=do_reduce)
     if red.cached:
         log(f"{spec.name}: reduction from the cache ({red.tests} tests when it ran, {red.seconds:.0f} s)")
-    conservative = set(plan.reach.by_name) - set(red.dead)
+    conservative = set(range(len(plan.closure.pieces))) if red.whole else set(plan.reach.by_name) - set(red.dead)
     keep = conservative - set(red.dropped)
     files = folder_files(plan, keep, annotations)
     written = write_folder(folder, files, {"kernel": spec.name, "upstream": spec.upstream, "commit": plan.commit})

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from annotate.extract.closure import Closure, FlatPiece
 from annotate.extract.cxx import (
-    DECL, DEFINE, DIRECTIVE, INCLUDE, KEYWORDS, PRAGMA, UNDEF, Token, scan, template_head_ends,
+    DECL, DEFINE, DIRECTIVE, INCLUDE, KEYWORDS, PRAGMA, UNDEF, Token, directive_parts, scan,
+    template_head_ends,
 )
 
 # Piece kinds beyond the directive kinds of cxx.py.
@@ -139,9 +140,16 @@ class Describer:
 
     def refs_of(self, toks: Iterable[Token]) -> set[str]:
         """Identifiers that may name an upstream top-level entity: not a keyword, not a member
-        (`.x`, `->x`), not qualified by anything but an upstream namespace (`cute::x` is cute's)."""
-        toks = [t for t in toks if t.kind != "directive"]
+        (`.x`, `->x`), not qualified by anything but an upstream namespace (`cute::x` is cute's).
+        A directive inside the piece (`#if defined(ARCH_SUPPORTS_FLASH)` in a kernel body)
+        mentions the macros it tests."""
+        toks = list(toks)
         out = set()
+        for t in toks:
+            if t.kind == "directive":
+                arg = directive_parts(t)[1]
+                out |= {x.text for x in scan(arg).tokens if x.kind == "ident" and x.text not in KEYWORDS}
+        toks = [t for t in toks if t.kind != "directive"]
         for k, t in enumerate(toks):
             if t.kind != "ident" or t.text in KEYWORDS:
                 continue
@@ -183,8 +191,8 @@ class Describer:
         return self._describe_decl(p, ctx, arch)
 
     def _describe_decl(self, p: FlatPiece, ctx: set[str], arch: bool) -> PieceInfo:
+        refs = self.refs_of(self.tokens(p)) | ctx
         toks = [t for t in self.tokens(p) if t.kind != "directive"]
-        refs = self.refs_of(toks) | ctx
         words = {t.text for t in toks}
         device = bool(words & ({"__device__", "__global__"} | self.device_macros))
         heads = template_head_ends(tuple(toks), 0, len(toks))
