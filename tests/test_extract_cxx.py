@@ -128,3 +128,22 @@ def test_broken_text_is_one_error_naming_the_file(text, why):
     with pytest.raises(AnnotateError, match=why) as e:
         split(text, "bad.cuh")
     assert "bad.cuh" in e.value.message
+
+
+def test_a_macro_invocation_without_semicolon_is_its_own_piece():
+    # FlashInfer: `DEFINE_HAS_MEMBER(v_scale)` on its own line, then a struct or a #define
+    sf = _split("""
+        DEFINE_HAS_MEMBER(v_scale)
+        DEFINE_HAS_MEMBER(maybe_mask_indptr)
+        #define AFTER 1
+        template <typename T>
+        struct S : Base {};
+        __global__ void __launch_bounds__(128)
+        k() {}
+        DEFINE_KERNEL(k2, int x)
+        {
+        }
+        """)
+    assert _texts(sf) == ["DEFINE_HAS_MEMBER(v_scale)", "DEFINE_HAS_MEMBER(maybe_mask_indptr)", "#define AFTER 1",
+                          "template <typename T>\nstruct S : Base {};",
+                          "__global__ void __launch_bounds__(128)\nk() {}", "DEFINE_KERNEL(k2, int x)\n{\n}"]

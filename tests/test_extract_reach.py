@@ -117,3 +117,31 @@ def test_the_compiler_decides_specialisations_and_macro_branches(tmp_path, tmp_c
     # the same inputs again: the decision comes from the cache, no compile
     again = reduce_plan(config, plan, ("90",))
     assert again.cached and again.dropped == red.dropped and again.dead == red.dead
+
+
+def test_a_macro_invocation_declares_what_it_pastes(tmp_path):
+    from annotate.extract.api import Origin, plan_from
+    from annotate.extract.closure import IncludeDir
+    from annotate.extract.reach import INVOCATION
+    from annotate.harness.spec import load_spec_dir
+    from tests.extract_support import make_demo
+    from tests.index_support import write_tree
+
+    root, folder, idx = make_demo(tmp_path)
+    write_tree(root, {"include/demo/traits.cuh": """
+        #pragma once
+        #define DEFINE_HAS(member) \\
+          template <typename T> struct has_##member { static constexpr bool value = false; }; \\
+          template <typename T> inline constexpr bool has_##member##_v = has_##member<T>::value;
+        DEFINE_HAS(scale)
+        DEFINE_HAS(unused)
+        """})
+    kernel = root / "include/demo/kernel.cuh"
+    kernel.write_text(kernel.read_text().replace('#include "vec.cuh"', '#include "vec.cuh"\n#include "traits.cuh"')
+                      .replace("out[0] = DEMO_SCALE", "if constexpr (has_scale_v<float>) out[1] = 0.f;\n  out[0] = DEMO_SCALE"))
+    plan = plan_from(load_spec_dir(folder), Origin("demo", "Demo", "v1", "0" * 40), root,
+                     [IncludeDir(root / "include", False, "demo:include")], None)
+    inv = [p for p in plan.closure.pieces if plan.reach.infos[p.index].kind == INVOCATION]
+    assert [sorted(plan.reach.infos[p.index].declares) for p in inv] == [
+        ["has_scale", "has_scale_v", "scale"], ["has_unused", "has_unused_v", "unused"]]
+    assert [p.index in plan.reach.by_name for p in inv] == [True, False]
