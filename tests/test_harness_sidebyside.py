@@ -171,12 +171,35 @@ def test_compile_errors_point_at_the_learners_files(tmp_config, copy_folder):
 
     spec = load_spec_dir(copy_folder)
     staged = tmp_config.builds_dir() / "rmsnorm-0123456789abcdef" / "src"
+    log = tmp_config.builds_dir() / "rmsnorm-0123456789abcdef" / "launcher.ptxas.log"
     err = AnnotateError(f"compiling rmsnorm failed:\n    {staged}/kernel.cu(214): error: expected a \";\"\n"
-                        "      int x = 1", hint=f"generated sources: {staged}/launcher.cu")
+                        "      int x = 1\n"
+                        f"    {staged}/launcher.cu(9): error: identifier \"y\" is undefined",
+                        hint=f"generated sources: {staged}/launcher.cu; full log: {log}")
     mapped = in_their_files(tmp_config, err, spec)
-    assert f"{copy_folder}/kernel.cu(214): error" in mapped.message
+    # one line, naming the learner's file and line
+    assert "\n" not in mapped.message
+    assert mapped.message.startswith(f"{copy_folder}/kernel.cu:214: expected a \";\"")
+    assert str(copy_folder) in mapped.message
+    # the code at that line, the next error (in their file too), where the log is
+    assert "the line: int x = 1" in mapped.hint
+    assert f"{copy_folder}/launcher.cu(9): error: identifier" in mapped.hint
+    assert str(log) in mapped.hint
     assert str(staged) not in mapped.message and str(staged) not in mapped.hint
-    assert mapped.message.startswith(f"compiling the copy in {copy_folder} failed")
+
+
+def test_a_host_compiler_error_is_located_too(tmp_config, copy_folder):
+    from annotate.harness.sidebyside import in_their_files
+    from annotate.harness.spec import load_spec_dir
+
+    spec = load_spec_dir(copy_folder)
+    staged = tmp_config.builds_dir() / "rmsnorm-0123456789abcdef" / "src"
+    err = AnnotateError(f"compiling rmsnorm failed:\n    {staged}/binding.cpp:12:5: error: 'foo' was not declared")
+    mapped = in_their_files(tmp_config, err, spec)
+    assert mapped.message.startswith(f"{copy_folder}/binding.cpp:12: 'foo' was not declared")
+    # without a located line, the message says which copy failed
+    plain = in_their_files(tmp_config, AnnotateError("compiling rmsnorm failed:\n    nvcc fatal   : bad"), spec)
+    assert plain.message.startswith(f"compiling the copy in {copy_folder} failed")
 
 
 def test_run_source_with_a_bad_folder_is_one_line(tmp_path, capsys):
@@ -185,3 +208,18 @@ def test_run_source_with_a_bad_folder_is_one_line(tmp_path, capsys):
     assert main(["run", "rmsnorm", "--source", str(tmp_path / "none"), "--compile-only"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("annotate: error: ") and "no spec.yaml" in err and "Traceback" not in err
+
+
+def test_a_copy_with_a_broken_spec_is_one_line_naming_its_line(copy_folder, capsys):
+    from annotate.cli import main
+
+    spec = copy_folder / "spec.yaml"
+    lines = spec.read_text().splitlines()
+    lines.insert(2, "note: a: b")  # mapping values are not allowed here
+    spec.write_text("\n".join(lines) + "\n")
+    assert main(["run", "rmsnorm", "--source", str(copy_folder), "--compile-only"]) == 1
+    err = capsys.readouterr().err
+    first, *rest = err.splitlines()
+    assert first.startswith(f"annotate: error: {spec}:3:") and "invalid YAML" in first
+    assert rest == [] and "Traceback" not in err
+

@@ -43,14 +43,39 @@ def load_source_spec(kernel: str, folder: Path) -> KernelSpec:
     return spec
 
 
+# nvcc's front end (`f.cu(12): error: …`, `catastrophic error`) and the host compiler (`f.cu:12:3: error: …`)
+_LOCATED = re.compile(r"^\s*(?P<file>\S.*?)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):\s*"
+                      r"(?:catastrophic error|fatal error|error)\s*:?\s*(?P<text>.*)$")
+_FULL_LOG = re.compile(r"full log: (\S+)")
+
+
 def in_their_files(config: Config, err: AnnotateError, spec: KernelSpec) -> AnnotateError:
     """The compile error with the staged copies' paths (<cache>/builds/<kernel>-<key>/src/x)
-    replaced by the learner's own files (<folder>/x); lines are the same (staging copies)."""
+    replaced by the learner's own files (<folder>/x); lines are the same (staging copies).
+
+    One line names the first error's file and line (`<folder>/kernel.cu:2122: expected a ";"`);
+    the hint holds the code at that line, nvcc's next errors and where the full log is."""
     staged = re.compile(re.escape(str(config.builds_dir())) + r"/" + re.escape(spec.name) + r"-[0-9a-f]+/src/")
     msg = staged.sub(str(spec.folder) + "/", err.message)
-    hint = staged.sub(str(spec.folder) + "/", err.hint or "") or None
-    return type(err)(msg.replace(f"compiling {spec.name} failed", f"compiling the copy in {spec.folder} failed"),
-                     hint=hint)
+    hint = staged.sub(str(spec.folder) + "/", err.hint or "")
+    lines = msg.splitlines()
+    located = [(i, m) for i, m in ((i, _LOCATED.match(ln)) for i, ln in enumerate(lines)) if m]
+    if not located:
+        head = msg.replace(f"compiling {spec.name} failed", f"compiling the copy in {spec.folder} failed")
+        return type(err)(head, hint=hint or None)
+    i, m = located[0]
+    where = f"{m.group('file')}:{m.group('l1') or m.group('l2')}"
+    rest = []
+    if i + 1 < len(lines) and not _LOCATED.match(lines[i + 1]):
+        rest.append(f"the line: {lines[i + 1].strip()}")
+    more = [lines[j].strip() for j, _ in located[1:]]
+    if more:
+        rest.append(f"then {len(more)} more: " + " | ".join(more[:3]) + (" | …" if len(more) > 3 else ""))
+    log = _FULL_LOG.search(hint)
+    if log:
+        rest.append(f"nvcc's full log: {log.group(1)}")
+    return type(err)(f"{where}: {m.group('text').strip()} (the copy in {spec.folder} does not compile)",
+                     hint="\n    ".join(rest) or None)
 
 
 # ---- compile only --------------------------------------------------------------------------------

@@ -267,7 +267,10 @@ def load_spec_dir(folder: Path, *, catalog: bool = False) -> KernelSpec:
     except OSError as exc:
         raise AnnotateError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
     except yaml.YAMLError as exc:
-        raise AnnotateError(f"{path}: invalid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        what = " ".join(x for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
+        raise AnnotateError(f"{where}: invalid YAML: {what or str(exc).splitlines()[0]}") from None
     return parse_spec(raw, folder, catalog=catalog)
 
 
