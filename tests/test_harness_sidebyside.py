@@ -4,6 +4,7 @@ records, and errors reported against the learner's files."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 
@@ -67,6 +68,55 @@ def test_a_difference_names_the_first_instructions_and_the_mix():
     assert d.mix_text() == "LDG.E.128 +1, LDGSTS.E.BYPASS.LTC128B.128 −1"
     only = diff_builds(parse_sass(SASS), {})
     assert not any(x.identical for x in only) and only[0].first_difference == ("only in the first build",)
+
+
+def test_template_names_are_read_off_the_mangling():
+    from annotate.harness.sassdiff import template_name
+
+    assert template_name("_ZN10flashinfer17MergeStatesKernelILj8E6__halfS1_EEvPT0_") == "flashinfer::MergeStatesKernel"
+    assert template_name("_Z6kernelILi4EEvPf") == "kernel"
+    assert template_name("_ZN5flash16flash_fwd_kernelI23Flash_fwd_kernel_traitsEEvv") == "flash::flash_fwd_kernel"
+    assert template_name("kernel") is None and template_name("_ZN99tooLong") is None
+
+
+def test_a_changed_template_argument_pairs_the_renamed_instantiations():
+    """A pipeline depth of 3 instead of 2 renames the kernel (`ILj2E` -> `ILj3E`): the two
+    builds' instantiations are compared with each other, not shown as absent on each side."""
+    from annotate.harness.sassdiff import pair_kernels
+
+    deeper = _edited(SASS).replace("_ZN10flashinfer6KernelILj8EEEvPf", "_ZN10flashinfer6KernelILj9EEEvPf")
+    (kernel, helper) = diff_builds(parse_sass(SASS), parse_sass(deeper))
+    assert kernel.name == "_ZN10flashinfer6KernelILj8EEEvPf" and kernel.other == "_ZN10flashinfer6KernelILj9EEEvPf"
+    assert not kernel.identical and dict(kernel.mix) == {"LDGSTS.E.BYPASS.LTC128B.128": -1, "LDG.E.128": 1}
+    assert helper.identical and helper.other is None
+    assert kernel.to_json()["paired_with"] == "_ZN10flashinfer6KernelILj9EEEvPf"
+    # unequal counts for one template: nothing is guessed, each stays alone
+    a = ["_ZN2ns1KILi1EEEvv", "_ZN2ns1KILi2EEEvv", "_ZN2ns1GEv"]
+    b = ["_ZN2ns1KILi3EEEvv", "_ZN2ns1GEv"]
+    assert pair_kernels(a, b) == [(a[0], None), (a[1], None), (a[2], a[2]), (None, b[0])]
+    # equal counts pair in order of appearance
+    assert pair_kernels(a[:2], ["_ZN2ns1KILi5EEEvv", "_ZN2ns1KILi6EEEvv"]) == [
+        (a[0], "_ZN2ns1KILi5EEEvv"), (a[1], "_ZN2ns1KILi6EEEvv")]
+
+
+def test_the_comparison_text_shows_resources_and_the_pairing(tmp_path):
+    from annotate.harness.ptxas import KernelResources
+    from annotate.harness.sidebyside import BuildComparison, build_comparison_lines
+
+    def res(mangled, name, regs):
+        return KernelResources("launcher.cu", mangled, f"void {name}(float*)", "sm_90", regs, 1, 0, 400, 0, 0, 0)
+
+    deeper = _edited(SASS).replace("_ZN10flashinfer6KernelILj8EEEvPf", "_ZN10flashinfer6KernelILj9EEEvPf")
+    diffs = [dataclasses.replace(d, name=f"launcher:{d.name}", other=d.other and f"launcher:{d.other}")
+             for d in diff_builds(parse_sass(SASS), parse_sass(deeper))]
+    cmp = BuildComparison("90", "13.0", tuple(diffs),
+                          (res("_ZN10flashinfer6KernelILj8EEEvPf", "flashinfer::Kernel<8u>", 40),),
+                          (res("_ZN10flashinfer6KernelILj9EEEvPf", "flashinfer::Kernel<9u>", 48),), 1.0, 1.0)
+    text = "\n".join(build_comparison_lines("rmsnorm", tmp_path, cmp))
+    assert "flashinfer::Kernel<8u>\n    paired with the copy's flashinfer::Kernel<9u>" in text
+    assert "copy   48 regs" in text and "(registers +8)" in text
+    assert "SASS differs: 5 -> 5 instructions; mix: LDG.E.128 +1, LDGSTS.E.BYPASS.LTC128B.128 −1" in text
+    assert text.endswith("1 of 2 kernels have identical SASS")
 
 
 # ---- the copy beside the pinned original, on the CPU --------------------------------------------

@@ -81,6 +81,7 @@ class KernelDiff:
     instructions: tuple[int, int]  # count in a, in b
     first_difference: tuple[str, ...] = ()  # a few lines: "0x0120: FADD R3, R6, R4 | FMUL ..."
     mix: tuple[tuple[str, int], ...] = ()  # opcode -> count in b minus count in a (non-zero only)
+    other: str | None = None  # b's name, when b is another instantiation of the same template (paired)
 
     def mix_text(self, limit: int = 8) -> str:
         """`LDGSTS.E.BYPASS.LTC128B.128 −64, LDG.E.128 +64`."""
@@ -90,7 +91,8 @@ class KernelDiff:
 
     def to_json(self) -> dict:
         return {"name": self.name, "identical": self.identical, "instructions": list(self.instructions),
-                "first_difference": list(self.first_difference), "mix": {op: d for op, d in self.mix}}
+                "first_difference": list(self.first_difference), "mix": {op: d for op, d in self.mix},
+                "paired_with": self.other}
 
 
 def mix_delta(a: KernelSass | None, b: KernelSass | None) -> tuple[tuple[str, int], ...]:
@@ -117,10 +119,64 @@ def diff_kernel(a: KernelSass | None, b: KernelSass | None, context: int = 2) ->
         first = tuple(lines)
     elif a is None or b is None:
         first = ("only in the " + ("second" if a is None else "first") + " build",)
-    return KernelDiff(name, same, (len(ia), len(ib)), first, mix_delta(a, b))
+    other = b.name if a is not None and b is not None and b.name != a.name else None
+    return KernelDiff(name, same, (len(ia), len(ib)), first, mix_delta(a, b), other)
+
+
+_LENGTH_RE = re.compile(r"\d+")
+
+
+def template_name(mangled: str) -> str | None:
+    """The qualified name before the first template argument list, read off an Itanium
+    mangled name (`_ZN10flashinfer17MergeStatesKernelILj8E…` -> `flashinfer::MergeStatesKernel`);
+    None for anything else."""
+    nested = mangled.startswith("_ZN")
+    if not nested and not mangled.startswith("_Z"):
+        return None
+    pos, parts = 3 if nested else 2, []
+    while True:
+        m = _LENGTH_RE.match(mangled, pos)
+        if not m:
+            break
+        n = int(m.group())
+        start = m.end()
+        if n == 0 or start + n > len(mangled):
+            return None
+        parts.append(mangled[start:start + n])
+        pos = start + n
+        if not nested:
+            break
+    return "::".join(parts) or None
+
+
+def pair_kernels(a: list[str], b: list[str], base=template_name) -> list[tuple[str | None, str | None]]:
+    """(a's kernel, b's kernel) for every kernel of either build, in a's order then b's extra
+    ones. Kernels of the same name pair up; the rest pair up in order when both builds have
+    the same number of them for one template (an edit that changes a template argument, such
+    as a pipeline depth, renames every instantiation it reaches), else stay alone (None)."""
+    sb = set(b)
+    only_a = [n for n in a if n not in sb]
+    sa = set(a)
+    only_b = [n for n in b if n not in sa]
+    groups_a: dict[str, list[str]] = {}
+    groups_b: dict[str, list[str]] = {}
+    for names, groups in ((only_a, groups_a), (only_b, groups_b)):
+        for n in names:
+            key = base(n)
+            if key is not None:
+                groups.setdefault(key, []).append(n)
+    partner: dict[str, str] = {}
+    for key, xs in groups_a.items():
+        ys = groups_b.get(key, [])
+        if len(xs) == len(ys):
+            partner.update(zip(xs, ys))
+    taken = set(partner.values())
+    out: list[tuple[str | None, str | None]] = [(n, n if n in sb else partner.get(n)) for n in a]
+    out += [(None, n) for n in only_b if n not in taken]
+    return out
 
 
 def diff_builds(a: dict[str, KernelSass], b: dict[str, KernelSass]) -> tuple[KernelDiff, ...]:
-    """One KernelDiff per kernel of either build, in a's order then b's extra ones."""
-    names = list(a) + [n for n in b if n not in a]
-    return tuple(diff_kernel(a.get(n), b.get(n)) for n in names)
+    """One KernelDiff per kernel of either build, in a's order then b's extra ones (pair_kernels)."""
+    return tuple(diff_kernel(a.get(x) if x else None, b.get(y) if y else None)
+                 for x, y in pair_kernels(list(a), list(b)))

@@ -24,7 +24,7 @@ from annotate.config import Config
 from annotate.errors import AnnotateError, UsageError
 from annotate.harness.ptxas import KernelResources
 from annotate.harness.record import RunRecord
-from annotate.harness.sassdiff import KernelDiff, diff_kernel, parse_sass
+from annotate.harness.sassdiff import KernelDiff, diff_kernel, pair_kernels, parse_sass, template_name
 from annotate.harness.spec import KernelSpec, load_spec_dir
 
 PINNED = "pinned"  # RunRecord.source of the catalog's own harness
@@ -137,12 +137,18 @@ def compare_builds(config: Config, pinned: KernelSpec, source: KernelSpec, arch:
         raise in_their_files(config, exc, source) from None
     tb = time.perf_counter() - t0
     ka, kb = _kernels_of(config, a, pinned), _kernels_of(config, b, source)
-    names = list(ka) + [n for n in kb if n not in ka]
     diffs = []
-    for n in names:
-        d = diff_kernel(ka.get(n), kb.get(n))
-        diffs.append(dataclasses.replace(d, name=n))
+    for x, y in pair_kernels(list(ka), list(kb), base=_template_of):
+        d = diff_kernel(ka.get(x) if x else None, kb.get(y) if y else None)
+        diffs.append(dataclasses.replace(d, name=x or y, other=y if x and y and y != x else None))
     return BuildComparison(arch, a.nvcc, tuple(diffs), a.kernels, b.kernels, ta, tb)
+
+
+def _template_of(key: str) -> str | None:
+    """`launcher:flashinfer::MergeStatesKernel` for the key `launcher:_ZN10flashinfer17MergeStatesKernelI…`."""
+    stem, _, mangled = key.partition(":")
+    name = template_name(mangled)
+    return f"{stem}:{name}" if name else None
 
 
 # ---- on a GPU ------------------------------------------------------------------------------------
@@ -313,9 +319,12 @@ def build_comparison_lines(kernel: str, folder: Path, cmp: BuildComparison) -> l
     res = {f"{r.source and Path(r.source).stem}:{r.mangled}": r for r in cmp.pinned}
     res_b = {f"{r.source and Path(r.source).stem}:{r.mangled}": r for r in cmp.source}
     for k in cmp.kernels:
-        a, b = res.get(k.name), res_b.get(k.name)
-        shown = (a or b).short_name(100) if (a or b) else k.name
+        a, b = res.get(k.name), res_b.get(k.other or k.name)
+        shown = (a or b).short_name(240) if (a or b) else k.name
         out.append(f"  {shown}")
+        if k.other:
+            copy_name = b.short_name(240) if b else k.other
+            out.append(f"    paired with the copy's {copy_name} (the same template; its arguments changed)")
         out.append(f"    pinned {_res(a)}")
         out.append(f"    copy   {_res(b)}" + (f"   ({_delta(a, b)})" if _delta(a, b) else ""))
         if k.identical:
