@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "annotate.commands.show",
     "annotate.commands.notes",
     "annotate.commands.site",
+    "annotate.commands.extract",
     "annotate.harness.cli",
     "annotate.commands.sass",
 ]
