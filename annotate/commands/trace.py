@@ -113,7 +113,7 @@ def trace_json(index, t) -> dict:
 
 def hop_label(h) -> str:
     parts = [f"{h.kind:<14} {h.target}   {h.path}:{h.line}"]
-    conds = [g.text + ("" if g.decided else " (?)") for g in h.guards if g.decided is not True or True]
+    conds = [g.text + ("" if g.decided else " (?)") for g in h.guards]
     if conds:
         parts.append("if " + " and ".join(conds))
     for d in h.dispatch:
@@ -137,6 +137,7 @@ def trace_lines(index, t) -> list[str]:
     lines = [head]
     if not t.chains:
         lines.append("  (no kernel reached)")
+    kernels = set(t.kernels)
     tree: dict = {}
     for c in t.chains:
         node = tree
@@ -145,8 +146,7 @@ def trace_lines(index, t) -> list[str]:
 
     def walk(node: dict, depth: int) -> None:
         for h, sub in node.items():
-            lines.append("  " * depth + "- " + hop_label(h) + ("   [kernel]" if not sub and h.kind != "body" and
-                                                                 _is_last_kernel(t, h) else ""))
+            lines.append("  " * depth + "- " + hop_label(h) + ("   [kernel]" if h.dst in kernels else ""))
             walk(sub, depth + 1)
 
     walk(tree, 1)
@@ -167,6 +167,3 @@ def trace_lines(index, t) -> list[str]:
         lines.append("(truncated: too many chains; narrow them with --when)")
     return lines
 
-
-def _is_last_kernel(t, h) -> bool:
-    return h.dst in t.kernels

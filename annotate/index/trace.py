@@ -336,15 +336,15 @@ class _Walker:
         reader = self.reader(sym.upstream)
         func = call.node.func
         up = sym.upstream
-        written = call.written
+        written = f.line_text(call.line)
         out: list[_Step] = []
-        if written in self.rules.dsl_compilers and call.node.args:
+        if call.written in self.rules.dsl_compilers and call.node.args:
             for v in reader.evaluate(call.node.args[0], f, fn):
                 if isinstance(v.value, Instance):
                     target = reader.symbol(f"{v.value.cls.qualified}.__call__")
                     if target is not None:
                         hop = Hop("dsl-compile", up, sym.key, target.key, target.qualified_name, f.path, call.line,
-                                  written, guards, detail=f"{written} traces {v.value.cls.qualified}.__call__")
+                                  written, guards, detail=f"{call.written} traces {v.value.cls.qualified}.__call__")
                         out.append(self._arrive((hop,), target, _Ctx(target.key)))
             return out
         if isinstance(func, ast.Attribute) and func.attr == "apply":
@@ -713,20 +713,23 @@ class _Walker:
                 continue
             if not pat.search(text):
                 continue
-            reach = self._template_reach(up, text)
+            reach = self._template_reach(up, tpath, text)
             spaces = re.findall(r"\bnamespace\s+(\w+)\s*\{", text) + re.findall(r"\busing\s+namespace\s+(\w+)\s*;", text)
             for ns in [*dict.fromkeys(spaces), ""]:
                 q = f"{ns}::{name}" if ns else name
                 out.extend(s for s in self.index.find(q, up) if s.qualified_name == q and s.path in reach)
         return list({s.key: s for s in out}.values())
 
-    def _template_reach(self, up: str, text: str) -> frozenset[str]:
+    def _template_reach(self, up: str, tpath: str, text: str) -> frozenset[str]:
         """Files of the index a template's `#include`s reach (a few levels of their includes)."""
-        paths = self.index.memo(("trace-paths", up), lambda: self.index.paths(up))
+        import posixpath
+
+        paths = self.index.memo(("trace-paths", up), lambda: frozenset(self.index.paths(up)))
         seen: set[str] = set()
         todo = []
         for spec in re.findall(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', text, re.M):
-            hits = [p for p in paths if p == spec or p.endswith("/" + spec)]
+            local = posixpath.normpath(posixpath.join(posixpath.dirname(tpath), spec))
+            hits = [local] if local in paths else [p for p in paths if p == spec or p.endswith("/" + spec)]
             todo.extend(hits[:1])
         for _ in range(3):
             nxt = []
@@ -798,9 +801,13 @@ def _host_like(s: Symbol) -> bool:
 
 
 def _value(arg: str, env: dict, d: Decider) -> str | None:
+    """What a template argument written at a call stands for here: a name the walk bound, a
+    literal, a type, a boolean expression it can decide; None when it cannot tell."""
     a = " ".join(arg.split())
     if a in env:
         return env[a]
+    if _is_literal(a):
+        return a
     if re.fullmatch(r"true|false|-?\d+|[\w:]+(?:<.*>)?", a) and not re.fullmatch(r"[A-Za-z_]\w*", a):
         return a
     if re.search(r"&&|\|\||!", a):

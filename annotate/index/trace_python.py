@@ -149,6 +149,7 @@ class PyFile:
         self.path = path
         self.module = module_name(path)
         self.is_package = path.endswith("__init__.py")
+        self.lines = text.splitlines()
         try:
             self.tree = ast.parse(text)
         except SyntaxError:
@@ -188,6 +189,9 @@ class PyFile:
                 for t in targets:
                     if isinstance(t, ast.Name) and st.value is not None:
                         self.top.setdefault(t.id, []).append((st.value, guards))
+
+    def line_text(self, line: int) -> str:
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
 
     def function_at(self, sym: "Symbol") -> ast.AST | None:
         node = self.functions.get(sym.start_line)
@@ -240,7 +244,7 @@ class PyFile:
                 visit(node.orelse, guards + (PyGuard(_not(g.text), self.path, node.lineno),))
                 return
             if isinstance(node, ast.Call):
-                out.append(PyCall(node, node.lineno, _short(ast.unparse(node.func)), guards))
+                out.append(PyCall(node, node.lineno, ast.unparse(node.func), guards))
             for child in ast.iter_child_nodes(node):
                 visit(child, guards)
 
@@ -259,11 +263,6 @@ def _not(text: str) -> str:
     from annotate.index.conditions import negate
 
     return negate(text, "python")
-
-
-def _short(text: str) -> str:
-    t = " ".join(text.split())
-    return t if len(t) <= 120 else t[:117] + "..."
 
 
 # ---- evaluation -----------------------------------------------------------------------------------
