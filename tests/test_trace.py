@@ -355,7 +355,8 @@ def test_text_and_json_output(ix, links, demo_rules):
     assert set(first) == {"kind", "caller", "callee", "caller_key", "callee_key", "upstream", "file", "line", "written",
                           "when", "dispatch", "binds", "detail"}
     assert first["when"] == [{"condition": "_use_cuda_norm(x.device)", "file": "pkg/ops.py", "line": 21,
-                              "decided": True, "keys": ["backend"]}]
+                              "decided": True, "keys": ["backend"], "note": rules().variable("_use_cuda_norm(x)").note}]
+    assert "FLASHINFER_USE_CUDA_NORM=1" in first["when"][0]["note"]
     assert data["chains"][0]["hops"][2]["dispatch"][0]["branches"][0] == {"conditions": ["x.dtype() == float16_code"],
                                                                          "bindings": {"c_type": "nv_half"}}
     assert parse_when(["head_dim=128,dtype=fp16", "causal=true"]) == {"head_dim": "128", "dtype": "fp16", "causal": "true"}

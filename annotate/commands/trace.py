@@ -83,8 +83,8 @@ def hop_json(index, h) -> dict:
         "file": h.path,
         "line": h.line,
         "written": h.written,
-        "when": [{"condition": g.text, "file": g.path, "line": g.line, "decided": g.decided, "keys": list(g.keys)}
-                 for g in h.guards],
+        "when": [{"condition": g.text, "file": g.path, "line": g.line, "decided": g.decided, "keys": list(g.keys),
+                  "note": g.note or None} for g in h.guards],
         "dispatch": [{"macro": d.macro, "line": d.line, "defined_at": d.defined_at, "generated": d.generated,
                       "branches": [{"conditions": list(b.conditions), "bindings": dict(b.bindings)} for b in d.branches],
                       "of": d.total} for d in h.dispatch],
@@ -103,7 +103,8 @@ def trace_json(index, t) -> dict:
         "when": dict(t.when),
         "kernels": list(t.kernels),
         "chains": [{"kernel": c.kernel, "hops": [hop_json(index, h) for h in c.hops]} for c in t.chains],
-        "undecided": [{"condition": g.text, "file": g.path, "line": g.line, "keys": list(g.keys)} for g in t.undecided],
+        "undecided": [{"condition": g.text, "file": g.path, "line": g.line, "keys": list(g.keys), "note": g.note or None}
+                      for g in t.undecided],
         "dead_ends": [{"reason": d.reason, "hops": [hop_json(index, h) for h in d.hops]} for d in t.dead_ends],
         "truncated": t.truncated,
     }
@@ -158,7 +159,8 @@ def trace_lines(index, t) -> list[str]:
             if g.text in seen:
                 continue
             seen.add(g.text)
-            lines.append(f"  {g.text}   {g.path}:{g.line}" + (f"   (--when {', '.join(g.keys)})" if g.keys else ""))
+            lines.append(f"  {g.text}   {g.path}:{g.line}" + (f"   (--when {', '.join(g.keys)})" if g.keys else "")
+                         + (f"   {g.note}" if g.note else ""))
     for d in t.dead_ends:
         last = d.hops[-1] if d.hops else None
         lines.append(f"reaches no kernel: {last.target if last else ''} at {last.path}:{last.line}: {d.reason}"

@@ -145,6 +145,7 @@ def _from_ast(node):
 class Verdict:
     value: bool | None  # None: could not be decided
     keys: tuple[str, ...]  # --when keys the condition reads (decided or not)
+    notes: tuple[str, ...] = ()  # the rules' notes on the variables it reads
 
 
 def _literal(text: str):
@@ -185,14 +186,17 @@ class Decider:
         self.rules = rules
         self.when = {k: when_value(v) if isinstance(v, str) else v for k, v in when.items()}
         self.env = dict(env or {})
+        self._notes: list[str] = []
 
     def decide(self, text: str, language: str = "cuda") -> Verdict:
         tree = parse_python(text) if language == "python" else parse_cpp(text)
         keys: list[str] = []
+        self._notes: list[str] = []
         value = self._eval(tree, keys)
+        notes = tuple(dict.fromkeys(self._notes))
         if value is _UNKNOWN or not isinstance(value, (bool, int, float, str)) and value is not None:
-            return Verdict(None, tuple(dict.fromkeys(keys)))
-        return Verdict(bool(value), tuple(dict.fromkeys(keys)))
+            return Verdict(None, tuple(dict.fromkeys(keys)), notes)
+        return Verdict(bool(value), tuple(dict.fromkeys(keys)), notes)
 
     # the evaluator works on values, with _UNKNOWN for "cannot tell"
     def _eval(self, t, keys: list[str]):
@@ -252,6 +256,8 @@ class Decider:
         if var is None:
             return _UNKNOWN
         keys.append(var.key)
+        if var.note:
+            self._notes.append(var.note)
         if var.key not in self.when:
             return _UNKNOWN
         got = self.when[var.key]

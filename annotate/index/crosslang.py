@@ -55,6 +55,7 @@ class Variable:
     true: str | None = None  # a boolean operand means "key == true"
     false: str | None = None  # shown for the false side (e.g. backend cute-dsl)
     true_match: re.Pattern | None = None  # ... or "key matches this" (`fp8_enabled`: dtype fp8_*)
+    note: str = ""  # what the condition means at run time, for a reader (where it is not obvious)
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def parse_rules(text: str) -> Rules:
         variables.append(Variable(rx(("variables", i, "match")), str(v["key"]),
                                   None if v.get("true") is None else _yaml_value(v["true"]),
                                   None if v.get("false") is None else _yaml_value(v["false"]),
-                                  rx(("variables", i, "true_match")) if "true_match" in v else None))
+                                  rx(("variables", i, "true_match")) if "true_match" in v else None,
+                                  str(v.get("note") or "")))
     types = []
     for key, table in need(("types",), dict, {}).items():
         if key not in keys or not isinstance(table, dict):

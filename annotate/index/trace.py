@@ -52,6 +52,7 @@ class Guard:
     line: int
     decided: bool | None  # True: holds (for --when, or statically); None: could not be decided
     keys: tuple[str, ...] = ()  # the --when keys it reads
+    note: str = ""  # what it means at run time, from the rules (`_use_cuda_norm(...)`: the env variable)
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,7 @@ class _Walker:
 
     def _py_guard(self, text: str, path: str, line: int) -> Guard:
         v = self.decider(()).decide(text, "python")
-        return Guard(text, "python", path, line, v.value, v.keys)
+        return Guard(text, "python", path, line, v.value, v.keys, " ".join(v.notes))
 
     def _python_call(self, sym: Symbol, f, fn, call, guards: tuple[Guard, ...], ctx: _Ctx) -> list[_Step]:
         import ast
@@ -637,7 +638,8 @@ class _Walker:
             for i, g in enumerate(raw_guards):
                 vals = {v[1][i].value for v in valid}
                 keys = tuple(dict.fromkeys(k for v in valid for k in v[1][i].keys))
-                guards.append(Guard(g.text, "cuda", sym.path, g.line, True if vals == {True} else None, keys))
+                notes = " ".join(dict.fromkeys(n for v in valid for n in v[1][i].notes))
+                guards.append(Guard(g.text, "cuda", sym.path, g.line, True if vals == {True} else None, keys, notes))
             disp = []
             for j, (site, macro, bs) in enumerate(dispatches):
                 if j in relevant:
