@@ -29,7 +29,7 @@ from annotate.index.conditions import Decider
 from annotate.index.crosslang import DispatchBranch, Links, Rules, dispatch_tables, rules as default_rules
 from annotate.index.model import KERNEL, LAUNCH, METHOD, PYTHON, Symbol, bare_name
 from annotate.index.trace_cpp import (CppFile, explicit_args, normal, param_defaults, template_param_names)
-from annotate.index.trace_python import (Attr, ClassRef, Extension, Fn, Instance, JitModule, Op, PyReader)
+from annotate.index.trace_python import Attr, ClassRef, Fn, Instance, JitModule, Op, PyReader
 
 if TYPE_CHECKING:
     from annotate.index.api import Index
