@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from annotate.fetch.api import FetchRecord, PinStatus
     from annotate.index.api import Index
     from annotate.index.crosslang import Links
-    from annotate.index.trace import Trace
+    from annotate.index.trace import EntryTrace, Trace
     from annotate.notes.model import AnnotationSet
 
 
@@ -101,17 +101,19 @@ class Project:
 
         return trace(self.index, self.links, find_entry(self.index, entry), when)
 
-    def traces(self) -> "tuple[Trace, ...]":
-        """The trace of every entry point the rules name for the site (crosslang.yaml `entries`),
-        with its example parameters; entries not in this index are left out."""
+    def traces(self) -> "tuple[EntryTrace, ...]":
+        """The trace of every entry point the rules name for the site (crosslang.yaml `entries`:
+        the example parameters and the course steps that ask for it); entries not in this index
+        are left out."""
         from annotate.errors import UsageError
         from annotate.index.crosslang import rules
+        from annotate.index.trace import EntryTrace
 
         def make():
             out = []
             for e in rules().entries:
                 try:
-                    out.append(self.trace(e.entry, dict(e.when)))
+                    out.append(EntryTrace(e, self.trace(e.entry, dict(e.when))))
                 except UsageError:
                     continue
             return tuple(out)

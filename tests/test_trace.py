@@ -62,6 +62,16 @@ def test_shipped_rules_parse_and_name_known_keys():
     assert [e.entry for e in r.entries][:2] == ["flashinfer.norm.rmsnorm", "flashinfer.norm.fused_add_rmsnorm"]
 
 
+def test_entry_steps_name_course_steps():
+    import yaml
+
+    ids = set()
+    for course in (Path(__file__).parent.parent / "annotations" / "courses").glob("*.yaml"):
+        ids |= {s["id"] for s in yaml.safe_load(course.read_text(encoding="utf-8"))["steps"]}
+    steps = [s for e in rules().entries for s in e.steps]
+    assert steps and set(steps) <= ids, set(steps) - ids
+
+
 @pytest.mark.parametrize("text, message", [
     ("python: {loaders: [x]}\n", "missing `python.spec_makers`"),
     ("python:\n  spec_makers: '('\n", "crosslang.yaml:2: bad regex"),

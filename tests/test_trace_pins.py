@@ -187,7 +187,10 @@ def test_varlen_and_kvcache_entries(project):
 def test_every_site_entry_reaches_a_kernel(project):
     traces = project.traces()
     assert len(traces) >= 6
-    for t in traces:
+    assert [et.entry.entry for et in traces][:3] == ["flashinfer.norm.rmsnorm", "flashinfer.norm.fused_add_rmsnorm",
+                                                    "flashinfer.decode.single_decode_with_kv_cache"]
+    for et in traces:
+        t = et.trace
         assert t.chains, t.entry.qualified_name
         assert all(project.index.symbol(c.kernel).kind == "kernel" or c.kernel.split(":", 1)[1].split("@")[0].endswith(
             ".kernel") for c in t.chains)

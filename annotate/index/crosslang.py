@@ -62,6 +62,7 @@ class Variable:
 class Entry:
     entry: str
     when: tuple[tuple[str, str], ...] = ()
+    steps: tuple[str, ...] = ()  # the course steps that ask the learner to follow this call
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,11 @@ def parse_rules(text: str) -> Rules:
         bad = [k for k in when if k not in keys]
         if bad:
             raise RulesError(f"{_where(loaded, ('entries', i, 'when'))}: unknown key {bad[0]!r}")
-        entries.append(Entry(str(e["entry"]), tuple((str(k), _yaml_value(v)) for k, v in when.items())))
+        steps = e.get("steps") or []
+        if not isinstance(steps, list) or not all(isinstance(x, str) for x in steps):
+            raise RulesError(f"{_where(loaded, ('entries', i, 'steps'))}: `steps` must list course step ids")
+        entries.append(Entry(str(e["entry"]), tuple((str(k), _yaml_value(v)) for k, v in when.items()),
+                             tuple(steps)))
     return Rules(
         loaders=strs(("python", "loaders")),
         spec_makers=rx(("python", "spec_makers")),

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from annotate.errors import UsageError
 from annotate.index.conditions import Decider
-from annotate.index.crosslang import DispatchBranch, Links, Rules, dispatch_tables, rules as default_rules
+from annotate.index.crosslang import DispatchBranch, Entry, Links, Rules, dispatch_tables, rules as default_rules
 from annotate.index.model import KERNEL, LAUNCH, METHOD, PYTHON, Symbol, bare_name
 from annotate.index.trace_cpp import (CppFile, explicit_args, normal, param_defaults, template_param_names)
 from annotate.index.trace_python import Attr, ClassRef, Fn, Instance, JitModule, Op, PyReader
@@ -129,6 +129,14 @@ class Trace:
     def through(self) -> tuple[str, ...]:
         """Every function on a chain (Symbol keys), entry first."""
         return tuple(dict.fromkeys([self.entry.key, *(k for c in self.chains for k in c.keys())]))
+
+
+@dataclass(frozen=True)
+class EntryTrace:
+    """An entry point the rules name for the site, with its trace (for its example parameters)."""
+
+    entry: Entry
+    trace: Trace
 
 
 # ---- entry points -------------------------------------------------------------------------------
