@@ -25,7 +25,9 @@ COMMAND_MODULES = [
     "annotate.commands.trace",
     "annotate.commands.notes",
     "annotate.commands.site",
+    "annotate.commands.extract",
     "annotate.harness.cli",
+    "annotate.commands.sass",
 ]
 
 
