@@ -106,17 +106,17 @@ def test_dispatch_macros_read_from_defines():
     assert set(macros) == {"DISPATCH_DTYPE", "BOOL_SWITCH", "CAUSAL_SWITCH", "FP16_SWITCH", "HEADDIM_SWITCH"}
     # a switch whose first case comes from a helper macro, expanded
     assert [(b.conditions, b.bindings) for b in macros["DISPATCH_DTYPE"].branches] == [
-        (("dtype == float16_code",), (("c_type", "nv_half"),)),
-        (("dtype == bfloat16_code",), (("c_type", "nv_bfloat16"),)),
+        (("code == float16_code",), (("T_NAME", "nv_half"),)),
+        (("code == bfloat16_code",), (("T_NAME", "nv_bfloat16"),)),
     ]
     # else-if chain: each branch carries the negations of the ones before it
     assert [(b.conditions, b.bindings) for b in macros["HEADDIM_SWITCH"].branches] == [
-        (("HEADDIM <= 64",), (("kHeadDim", "64"),)),
-        (("!(HEADDIM <= 64)", "HEADDIM <= 128"), (("kHeadDim", "128"),)),
+        (("D <= 64",), (("kHeadDim", "64"),)),
+        (("!(D <= 64)", "D <= 128"), (("kHeadDim", "128"),)),
     ]
     # of two definitions under #if, the one with the most branches (the alias of BOOL_SWITCH)
     causal = macros["CAUSAL_SWITCH"]
-    assert causal.variants == 2 and causal.params == ("COND", "CONST_NAME", "__VA_ARGS__")
+    assert causal.variants == 2 and causal.params == ("FLAG", "NAME", "__VA_ARGS__")
     assert [b.bindings for b in causal.at(["params.is_causal", "Is_causal", "[&]{}"])] == [
         (("Is_causal", "true"),), (("Is_causal", "false"),)]
     assert causal.at(["params.is_causal", "Is_causal", "f"])[0].conditions == ("params.is_causal",)
@@ -210,7 +210,7 @@ def test_jit_module_export_dispatch_launch(ix, links, demo_rules):
     assert export.written == "TVM_FFI_DLL_EXPORT_TYPED_FUNC(rmsnorm, rmsnorm);" and export.src is None
     assert [g.text for g in disp.guards] == ["input_ndim == 2"] and disp.guards[0].decided is None
     (d,) = disp.dispatch
-    assert (d.macro, d.line, d.defined_at, d.total) == ("DISPATCH_DTYPE", 7, "csrc/dispatch.h:3", 2)
+    assert (d.macro, d.line, d.defined_at, d.total) == ("DISPATCH_DTYPE", 7, "csrc/dispatch.h:5", 2)
     assert [b.bindings for b in d.branches] == [(("c_type", "nv_half"),), (("c_type", "nv_bfloat16"),)]
     assert c.kernel == launch.dst and t.kernels == (launch.dst,)
     assert [g.text for g in t.undecided] == ["input_ndim == 2"]
