@@ -105,12 +105,16 @@ class KernelSpec:
         return self.folder / REFERENCE_FILE
 
     def source_files(self) -> list[Path]:
-        """Every file of this harness that goes into a build (the cache key hashes them)."""
+        """Every file of this harness that goes into a build (the cache key hashes them): its
+        own (not those `generate:` renders), then the shared headers of vendor_kernels/common
+        beside it that it does not carry itself (an extracted copy carries its own, wherever it
+        lives)."""
         generated = {g.output for g in self.generated}
         files = [self.folder / s for s in (*self.sources, self.binding, *self.headers) if s not in generated]
+        own = {p.name for p in files}
         common = self.folder.parent / COMMON_DIR
         if common.is_dir():
-            files += sorted(p for p in common.iterdir() if p.is_file())
+            files += sorted(p for p in common.iterdir() if p.is_file() and p.name not in own)
         return files
 
     def tolerance_for(self, dtype: str) -> Tolerance:
@@ -328,7 +332,10 @@ def load_spec_dir(folder: Path, *, catalog: bool = False) -> KernelSpec:
     except OSError as exc:
         raise AnnotateError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
     except yaml.YAMLError as exc:
-        raise AnnotateError(f"{path}: invalid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        what = " ".join(x for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x)
+        raise AnnotateError(f"{where}: invalid YAML: {what or str(exc).splitlines()[0]}") from None
     return parse_spec(raw, folder, catalog=catalog)
 
 
@@ -336,12 +343,13 @@ def load_specs(config: Config) -> list[KernelSpec]:
     return [load_spec(config, n) for n in kernel_names(config)]
 
 
-def load_reference(spec: KernelSpec) -> ModuleType:
-    """Import the kernel's reference.py (it imports torch: call this only when running)."""
+def load_reference(spec: KernelSpec, tag: str = "") -> ModuleType:
+    """Import the kernel's reference.py (it imports torch: call this only when running).
+    `tag` tells apart two copies of one kernel loaded in one process (`run --source`)."""
     path = spec.reference_file
     if not path.is_file():
         raise AnnotateError(f"{path}: missing (every harness has a reference.py)")
-    mod_name = f"annotate_kernels_{spec.name}_reference"
+    mod_name = f"annotate_kernels_{spec.name}_reference" + (f"_{tag}" if tag else "")
     mspec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(mspec)
     sys.modules[mod_name] = module
