@@ -22,6 +22,7 @@ from site_builder.compiled import CompiledSite, compiled_site
 from site_builder.markdown import plain_text, render_markdown
 from site_builder.model import Label, Link, TextView, msg
 from site_builder.runs import KernelRuns
+from site_builder.traces import TraceData
 
 if TYPE_CHECKING:
     from annotate.harness.compiled import CompiledView
@@ -68,6 +69,8 @@ class SiteContext:
     compiled: CompiledSite = field(default_factory=CompiledSite)  # the committed SASS, facts, profiles
     any_type_notes: bool = False  # some type or macro is annotated (in any file: users link to it)
     noted_files: frozenset[FileKey] = frozenset()  # rendered files with an annotated type or macro
+    traces: tuple[TraceData, ...] = ()  # the traced entry points (annotate trace), in the rules' order
+    trace_of: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # Symbol.key -> entries through it
 
     @property
     def rendered(self) -> Mapping[FileKey, FileIndex]:
@@ -140,6 +143,7 @@ def site_context(project: "Project") -> SiteContext:
     harness runs of its repository with the compiled view committed for each."""
     from annotate.harness.compiled import load_compiled
     from site_builder.runs import load_runs
+    from site_builder.traces import load_traces
 
     pins = project.selected
     part = memo_index_part(project.index, pins, project.only)
@@ -147,13 +151,13 @@ def site_context(project: "Project") -> SiteContext:
     # read once per build: every committed SASS record, fact report, identity card and profile
     compiled = [load_compiled(project.config, kr.spec.name) for kr in runs]
     return make_context(project.index, part, project.annotations, pins, runs, problems,
-                        repo_root=project.config.repo_root, compiled=compiled)
+                        repo_root=project.config.repo_root, compiled=compiled, traces=load_traces(project))
 
 
 def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet | None,
                  upstreams: Mapping[str, Upstream], runs: Iterable[KernelRuns] = (),
                  runs_problems: Iterable[str] = (), repo_root: Path | None = None,
-                 compiled: Iterable["CompiledView"] = ()) -> SiteContext:
+                 compiled: Iterable["CompiledView"] = (), traces: Iterable[TraceData] = ()) -> SiteContext:
     runs = tuple(runs)
     run_symbols, harness_of = _harness_links(index, part, runs)
     aset = annotations or AnnotationSet()
@@ -171,6 +175,12 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
         if m.macro is not None and (m.macro.upstream, m.macro.path) in part.rendered:
             macro_notes.setdefault(m.macro.key, m)
     site = compiled_site(compiled, part.rendered, {k: dict(v) for k, v in run_symbols.items()})
+    traces = tuple(t for t in traces if t.entry_key in part.all_symbols)
+    trace_of: dict[str, tuple[str, ...]] = {}
+    for t in traces:
+        for key in t.through:
+            if t.entry not in trace_of.get(key, ()):
+                trace_of[key] = trace_of.get(key, ()) + (t.entry,)
     overviews = {(af.upstream, af.path): af.overview for af in aset.files
                  if af.upstream and af.path and af.overview}
     per_file: dict[FileKey, list[str]] = {}
@@ -188,7 +198,8 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
         annotations=aset, compiled=site,
         any_type_notes=any(True for _ in aset.types()) or any(True for _ in aset.macros()),
         noted_files=frozenset((n.definition.upstream, n.definition.path)
-                              for n in (*type_notes.values(), *macro_notes.values())))
+                              for n in (*type_notes.values(), *macro_notes.values())),
+        traces=traces, trace_of=trace_of)
 
 
 def _steps(courses: Iterable[Course]) -> dict[str, tuple[str, int]]:
@@ -338,6 +349,11 @@ def cite_link(ctx: SiteContext, from_page: str, cite: str) -> Link:
         return Link(label, None, msg("link.not_rendered", where=f"{path}:{first}"))
     return Link(label, names.rel_href(from_page, names.source_page(up, path), names.line_anchor(first)),
                 f"{up}:{path}")
+
+
+def trace_link(ctx: SiteContext, from_page: str, entry: str) -> Link:
+    """A link to a traced entry point's page (the rules' name of the entry as its label)."""
+    return Link(entry, names.rel_href(from_page, names.trace_page(entry)), f"annotate trace {entry}")
 
 
 def runs_link(ctx: SiteContext, from_page: str, kernel: str) -> Link:

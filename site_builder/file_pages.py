@@ -34,7 +34,7 @@ from site_builder.compiled import (
     fact_verdict, family, named_counts,
 )
 from site_builder.context import (SiteContext, definition_link, label, ref_link, runs_link, symbol_link,
-                                  text_view)
+                                  text_view, trace_link)
 from site_builder.facts import fact_label, fact_style
 from site_builder.model import (
     CallGraph,
@@ -68,6 +68,7 @@ from site_builder.model import (
     SassBody,
     StallView,
     TextPanel,
+    TracePathPanel,
     UsersPanel,
     UsesPanel,
     XRef,
@@ -497,8 +498,16 @@ def _any_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callabl
     return key
 
 
+def trace_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
+    """A function on a traced chain: "on the path of" the entry points, each linking to its trace."""
+    entries = scope.ctx.trace_of.get(sym.key)
+    if entries:
+        yield TracePathPanel(4, tuple(trace_link(scope.ctx, scope.page, e) for e in entries))
+
+
 PANEL_SOURCES: tuple[PanelSource, ...] = (
     PanelSource("xrefs", xref_panels, None),  # `open` follows the note, which the notes' key covers
+    PanelSource("traces", trace_panels, _any_repr(trace_panels)),
     PanelSource("uses", uses_panels, _any_repr(uses_panels)),
     PanelSource("resources", resource_panels, _any_repr(resource_panels)),
     PanelSource("graph", graph_panels, graph_key),

@@ -604,6 +604,7 @@ class StepPage:
     goals: tuple[TextView | None, ...]
     reading: tuple[ReadingItem, ...]
     harness: Link | None  # the runnable kernel's runs page
+    traces: tuple[Link, ...]  # the traced entry points this step asks to follow
     questions: tuple[QuestionView, ...]
     homework: tuple[TextView | None, ...]
     checkpoints: tuple[CheckpointView, ...]
@@ -650,6 +651,8 @@ class IndexPage:
     diagnostics: tuple[str, ...]
     runs: tuple[RunnableRow, ...] = ()
     runs_anchor: str = ""  # names.runnable_anchor()
+    traces: tuple[Link, ...] = ()  # the traced entry points' pages
+    traces_anchor: str = ""  # names.traces_anchor()
 
 
 @dataclass(frozen=True)
@@ -798,3 +801,81 @@ class RunsPage:
     root: str
     home: str  # the home page's "Runnable kernels" section
     runs: RunsView
+
+
+# ---- cross-language traces (traces/<entry>.html; site_builder.site_pages.trace_page) ---------------
+
+
+@dataclass(frozen=True)
+class TracePathPanel(Panel):
+    """The traced entry points whose chains pass through a function, each linking to its trace."""
+
+    macro: ClassVar[str] = "trace_path_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    entries: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class GuardView:
+    """A condition a hop is taken under, as written, and whether the example parameters decide it."""
+
+    text: str
+    where: Link  # file:line of the condition
+    decided: bool  # False: the parameters leave it open, both ways are on the page
+    note: str  # what it means at run time (the rules' words), "" when none
+
+
+@dataclass(frozen=True)
+class DispatchView:
+    macro: str
+    defined: Link  # where the #define is (a .jinja template when generated at JIT time)
+    branches: int  # still possible
+    total: int
+    generated: bool
+
+
+@dataclass(frozen=True)
+class HopView:
+    kind: str
+    kind_label: str | Msg
+    where: Link  # file:line of the code that makes the hop, linking to its line
+    target: Link  # the function it reaches (plain text for a compiled module)
+    written: str  # that code
+    guards: tuple[GuardView, ...]
+    dispatch: tuple[DispatchView, ...]
+    detail: str  # the trace's own words (data)
+    binds: str  # template arguments it binds, "T=cutlass::half_t, Is_causal=true"
+
+
+@dataclass(frozen=True)
+class TraceNode:
+    """A hop on one or more chains: chains that share their first hops share the nodes (a tree)."""
+
+    hop: HopView
+    children: tuple["TraceNode", ...]
+    kernel: Link | None = None  # a chain ends here, at this kernel
+    runs: tuple[Link, ...] = ()  # the harnesses that run that kernel
+
+
+@dataclass(frozen=True)
+class DeadEndView:
+    reason: str
+    hops: tuple[HopView, ...]
+
+
+@dataclass(frozen=True)
+class TracePage:
+    page: str
+    root: str
+    entry: str  # "flash_attn.flash_attn_func"
+    entry_link: Link  # its definition
+    when: tuple[tuple[str, str], ...]  # the example parameters (`annotate trace --when`)
+    command: str  # the command that prints the same trace
+    steps: tuple[Link, ...]  # course steps that ask for it
+    roots: tuple[TraceNode, ...]
+    chains: int
+    kernels: tuple[Link, ...]
+    undecided: tuple[GuardView, ...]
+    dead_ends: tuple[DeadEndView, ...]
+    truncated: bool

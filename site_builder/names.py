@@ -23,6 +23,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]+")
 SOURCE_DIR = "src/"
 COURSES_DIR = "courses/"
 RUNS_DIR = "runs/"
+TRACES_DIR = "traces/"
 
 
 def source_page(upstream: str, path: str) -> str:
@@ -55,6 +56,16 @@ def question_anchor(number: int) -> str:
 def runs_page(kernel: str) -> str:
     """The page of one harness kernel: what it runs, how to run it, its recorded results."""
     return f"{RUNS_DIR}{_UNSAFE.sub('_', kernel)}.html"
+
+
+def trace_page(entry: str) -> str:
+    """The page of one traced entry point (`annotate trace ENTRY`): its chains, hop by hop."""
+    return f"{TRACES_DIR}{_UNSAFE.sub('_', entry)}.html"
+
+
+def traces_anchor() -> str:
+    """The id of the "Traces" section on the home page."""
+    return "traces"
 
 
 def runnable_anchor() -> str:

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from annotate.index.model import SYMBOL_KINDS, TYPE_KINDS  # noqa: E402
 from site_builder import i18n, render  # noqa: E402
 from site_builder.compiled import OPCODE_FAMILIES, PLAIN, STALL_REASONS  # noqa: E402
+from annotate.index.trace import KINDS as HOP_KINDS  # noqa: E402
 from site_builder.facts import FACT_STYLES  # noqa: E402
 from site_builder.model import Label, Msg, msg  # noqa: E402
 
@@ -24,7 +25,7 @@ SITE = Path(i18n.__file__).parent
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # ids the code makes from data: a prefix and every value it takes
 DYNAMIC = {"kind.": SYMBOL_KINDS + TYPE_KINDS, "fact.": tuple(FACT_STYLES), "sass.op.": (*OPCODE_FAMILIES, PLAIN),
-           "stall.": STALL_REASONS}
+           "stall.": STALL_REASONS, "hop.": HOP_KINDS}
 
 
 def _used_ids() -> set[str]:
