@@ -12,6 +12,7 @@ from functools import lru_cache
 from annotate.index.model import bare_name, split_key  # noqa: F401  (the key's one parser; pages use it from here)
 
 INDEX_PAGE = "index.html"
+ERROR_PAGE = "404.html"  # `annotate serve` answers an unknown address with it
 SEARCH_INDEX = "search-index.js"
 ASSETS_DIR = "assets"
 MANIFEST = ".annotate-site.json"  # what the last build wrote, with the inputs' keys
@@ -35,6 +36,20 @@ def is_source_page(page: str) -> bool:
 
 def course_page(course_id: str) -> str:
     return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}.html"
+
+
+def step_page(course_id: str, step_id: str) -> str:
+    """The page of one course step: goals, reading list, kernel, exercises."""
+    return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}/{_UNSAFE.sub('_', step_id)}.html"
+
+
+def tick_key(course_id: str, step_id: str, number: int) -> str:
+    """The browser-storage key of a step's checkpoint (1-based, in the order the step lists them)."""
+    return f"annotate-tick:{course_id}/{step_id}/{number}"
+
+
+def question_anchor(number: int) -> str:
+    return f"q{number}"
 
 
 def runs_page(kernel: str) -> str:

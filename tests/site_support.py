@@ -1,15 +1,20 @@
 """Fixtures for the site builder's tests: a tiny upstream ("demo") with two CUDA files, indexed
-by the real index, and annotation objects shaped like annotate.notes' model.
+by the real indexer (`index_directory`), annotation objects made with annotate.notes' model, and
+text dumps of page models for the snapshot tests.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from functools import lru_cache
 from pathlib import Path
 
 from annotate.upstreams import Upstream
 
 DATA = Path(__file__).parent / "data" / "site"
 SRC = DATA / "src"
+REPO = DATA / "repo"  # a repository root holding one harness spec and its records
+SNAPSHOTS = DATA / "snapshots"
 UP = "demo"
 NORM = "include/demo/norm.cuh"
 DECODE = "include/demo/decode.cuh"
@@ -28,11 +33,24 @@ def _line(text: str, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in fixture")
 
 
+@lru_cache(maxsize=1)
 def demo_index():
-    """The demo files through the real index (in memory, nothing cached)."""
+    """The demo tree through the real indexer (no cache: nothing is written)."""
     from annotate.index.api import index_directory
 
     return index_directory(UP, SRC)
+
+
+def demo_context(config, **kw):
+    """The SiteContext of a build of the demo tree with `demo_annotations(**kw)`; harness runs
+    are those of `config`'s repository (REPO has one)."""
+    from annotate.project import open_project
+    from site_builder.context import site_context
+
+    index = demo_index()
+    project = open_project(config, index=index, annotations=demo_annotations(index, **kw),
+                           pins={UP: demo_upstream()})
+    return site_context(project)
 
 
 # ---- annotations, as annotate.notes' model --------------------------------------------------
@@ -58,7 +76,7 @@ def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
         calls={"demo::math::shfl_xor_sync": M.Text("warp butterfly reduction")},
         notes=(M.InlineNote("sum_sq += math::shfl_xor_sync", M.Text("Five butterfly steps reduce 32 lanes."),
                             at_line, at_line),),
-        course=("demo-course",), harness="rmsnorm",
+        course=("demo-course", "day-1"), harness="rmsnorm",
     )
     dn = M.FunctionNote(
         "demo::DecodeKernel", UP, DECODE, dk, M.STALE if stale_decode else M.OK,
@@ -66,8 +84,13 @@ def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
         summary=M.Text("A toy dot product, one warp; the partial sums meet in `warp_sum`."),
     )
     course = M.Course("demo-course", M.Text("Demo course"), M.Text("Read the norm, then the decode."), (
-        M.CourseStep("day-1", M.Text("RMSNorm"), M.Text("Start with the kernel."),
-                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}")),
+        M.CourseStep("day-1", M.Text("RMSNorm", "RMSNorm 归一化"), M.Text("Start with the kernel."),
+                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}"), goals=(M.Text("Find the reduction", "找到归约"),),
+                     harness="rmsnorm", exercises=M.Exercises(
+                         questions=(M.Question(M.Text("How many steps?", "几步？"), M.Text("Five.", "五步。"),
+                                               (f"{UP}:{NORM}:20-22", f"{UP}:demo::math::shfl_xor_sync",
+                                                f"{UP}:include/demo/gone.cuh:3")),),
+                         homework=(M.Text("Run it."),), checkpoints=(M.Text("Found it", "找到了"),))),
         M.CourseStep("day-2", M.Text("Decode"), None, (f"{UP}:demo::Decode", f"{UP}:no::such_thing")),
     ))
     files = [
@@ -143,37 +166,37 @@ def build_fixture_site(config, out, annotations=None, **kw):
     return build_site(project, out, jobs=1, **kw)
 
 
-# ---- a text dump of the page model (the snapshot that a grammar change shows up in) ----------
+# ---- text dumps of page models (the snapshots a model change shows up in) --------------------
+
+def dump_model(obj, skip: frozenset[str] = frozenset()) -> str:
+    """Any page model as indented text: one line per field, dataclasses and tuples opened up,
+    fields named in `skip` left out."""
+    out: list[str] = []
+
+    def walk(x, indent: str, label: str) -> None:
+        if dataclasses.is_dataclass(x):
+            out.append(f"{indent}{label}{type(x).__name__}")
+            for f in dataclasses.fields(x):
+                if f.name not in skip:
+                    walk(getattr(x, f.name), indent + "  ", f.name + ": ")
+        elif isinstance(x, (tuple, list)) and x and not all(isinstance(v, (str, int, float)) for v in x):
+            out.append(f"{indent}{label}[{len(x)}]")
+            for i, v in enumerate(x):
+                walk(v, indent + "  ", f"{i}: ")
+        else:
+            out.append(f"{indent}{label}{x!r}" if not isinstance(x, str) else f"{indent}{label}{str(x)!r}")
+
+    walk(obj, "", "")
+    return "\n".join(out) + "\n"
+
 
 def dump_page(page) -> str:
-    plan = page.plan
-    out = [f"page {plan.page} root={plan.root!r} lines={page.line_count} language={plan.language}",
-           f"overview: {plan.overview.en if plan.overview else None}",
-           "legend: " + ", ".join(f"{e.kind}={e.abbr}/{e.css}x{e.count}" for e in plan.legend)]
-    for f in plan.functions:
-        out.append(f"function {f.qualified_name} [{f.kind}] #{f.anchor} L{f.start_line}-{f.end_line}")
-        for title, xs in (("calls", f.callees), ("launches", f.launches), ("callers", f.callers)):
-            for x in xs:
-                sites = " ".join(f"{s.label}->{s.href}" for s in x.sites)
-                out.append(f"  {title}: {x.target.label} -> {x.target.href} ({x.kind}) {sites} +{x.more_sites}")
-        for m in f.facts:
-            out.append(f"  fact L{m.line} {m.kind} {m.abbr}: {m.detail}")
-        if f.note:
-            n = f.note
-            out.append(f"  note status={n.status} summary={n.summary.en if n.summary else None!s}")
-            for c in n.calls:
-                out.append(f"    call note {c.callee.label} -> {c.callee.href}: {c.text.en}")
-            for c in n.courses:
-                out.append(f"    course {c.label} -> {c.href}")
-        for i in f.inline_notes:
-            out.append(f"  inline L{i.line}-{i.end_line} at={i.at!r}: {i.text.en}")
-        if f.graph:
-            out.append("  graph " + ", ".join(f"{g.role}:{g.label}" for g in f.graph.nodes)
-                       + " | " + ", ".join(e.kind for e in f.graph.edges))
-    for ln in plan.links:
-        out.append(f"link L{ln.line}:{ln.column} {ln.name} -> {ln.href}")
+    """A source page: its plan field by field, then how the lines are cut into sections and rows
+    (the token pieces themselves are left to the HTML snapshot)."""
+    out = [dump_model(page.plan).rstrip("\n"), f"lines {page.line_count}"]
     for s in page.sections:
         owner = s.function.qualified_name if s.function else "-"
         rows = " ".join(f"[{r.first}-{r.lines[-1].no}{' note' if r.note else ''}]" for r in s.rows)
-        out.append(f"section {owner}{' head' if s.head else ''} lead={s.lead_rows} {rows}")
+        out.append(f"section {owner}{' head' if s.head else ''} lead={s.lead_rows} {rows}"
+                   + (f" extra={s.extra_anchors}" if s.extra_anchors else ""))
     return "\n".join(out) + "\n"
