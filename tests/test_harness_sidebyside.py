@@ -273,3 +273,35 @@ def test_a_copy_with_a_broken_spec_is_one_line_naming_its_line(copy_folder, caps
     assert first.startswith(f"annotate: error: {spec}:3:") and "invalid YAML" in first
     assert rest == [] and "Traceback" not in err
 
+
+
+def test_timing_is_interleaved_and_each_side_keeps_its_faster_run(monkeypatch):
+    """Clock ramp-up over a run (each launch a little faster than the one before) must not land
+    on one side: the order is pinned, copy, copy, pinned, and each side keeps its faster run."""
+    from types import SimpleNamespace
+
+    from annotate.harness import runner, sidebyside, timing
+    from annotate.harness.record import Peaks, TimedShape, Timing
+
+    calls = []
+    medians = iter([30.0, 28.0, 27.4, 27.5, 9.0, None])
+
+    def fake_time_one(h, shape, seed, flusher, peaks, log, label=""):
+        calls.append((h.spec.name, shape.name))
+        us = next(medians)
+        if us is None:  # a CUDA error on the copy's run
+            return TimedShape(shape=shape.name), "CUDA error: an illegal memory access"
+        return TimedShape(shape=shape.name, kernel=Timing(median_us=us, p10_us=us, p90_us=us, reps=1)), None
+
+    monkeypatch.setattr(runner, "time_one", fake_time_one)
+    monkeypatch.setattr(runner, "measured_peaks", lambda h, p, log: Peaks(copy_gbps=1.0, bf16_tflops=1.0))
+    monkeypatch.setattr(timing, "L2Flusher", lambda: None)
+    a = SimpleNamespace(spec=SimpleNamespace(name="pinned"))
+    b = SimpleNamespace(spec=SimpleNamespace(name="copy"))
+    shapes = (SimpleNamespace(name="s1"), SimpleNamespace(name="s2"), SimpleNamespace(name="s3"))
+    (ta, tb), _peaks, fatal = sidebyside.interleaved_timings(a, b, shapes, 1, None, lambda s: None)
+    assert [c[0] for c in calls[:4]] == ["pinned", "copy", "copy", "pinned"]
+    assert [t.kernel.median_us for t in ta] == [27.5, 9.0]  # the faster of its two runs
+    assert tb[0].kernel.median_us == 27.4 and tb[1].kernel is None  # the run that failed is kept
+    # the copy's CUDA error on s2 stops all timing: s3 is never timed and the error is the copy's
+    assert fatal == [None, "CUDA error: an illegal memory access"] and all(c[1] != "s3" for c in calls)

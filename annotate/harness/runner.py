@@ -223,30 +223,48 @@ def run_timings(h: Harness, shapes: tuple[Shape, ...], base_seed: int,
     """(every timed shape, the peaks they are measured against, the CUDA error that stopped
     them or None). Each timed shape is verified too, on the inputs it is timed on. `peaks`:
     already measured in this process (two copies compared side by side share them)."""
-    from annotate.harness.timing import L2Flusher, measure_peaks
-    from annotate.harness.verify import trial_seed
+    from annotate.harness.timing import L2Flusher
+
+    peaks = measured_peaks(h, peaks, log)
+    flusher = L2Flusher()
+    timings: list[TimedShape] = []
+    for shape in shapes:
+        t, fatal = time_one(h, shape, base_seed, flusher, peaks, log)
+        timings.append(t)
+        if fatal:
+            return tuple(timings), peaks, fatal
+    return tuple(timings), peaks, None
+
+
+def measured_peaks(h: Harness, peaks: Peaks | None, log: Log = _stderr) -> Peaks:
+    """The device's ceilings: `peaks` if this process measured them already, else measured now."""
+    from annotate.harness.timing import measure_peaks
 
     peaks = peaks or measure_peaks()
     log(f"{h.spec.name}: device peaks: copy {peaks.copy_gbps:.0f} GB/s, bf16 matmul "
         f"{peaks.bf16_tflops:.0f} TFLOP/s")
-    flusher = L2Flusher()
-    timings: list[TimedShape] = []
-    for shape in shapes:
-        seed = trial_seed(base_seed, h.spec.name, shape.name, TIMED_TRIAL)
-        check = verify_once(h, shape, seed)
-        if check.fatal:
-            timings.append(TimedShape(shape=shape.name, params=dict(shape.params), seed=seed, check=check))
-            return tuple(timings), peaks, _stopped(h, check, log)
-        if not check.passed:
-            log(f"  time {shape.name}: MISMATCH " + (check.error or "; ".join(
-                o.describe() for o in check.outputs if not o.passed)))
-        kt, bt = time_shape(h, shape, seed, flusher)
-        t = timed_result(shape, seed, kt, bt, h.ref.cost(shape), peaks, h.spec.bound, check)
-        timings.append(t)
-        torch_txt = f"; torch {bt.median_us:.1f} us" if bt else ""
-        log(f"  time {shape.name}: {kt.median_us:.1f} us, {t.gbps:.0f} GB/s ({t.pct_peak_bw:.0f}% of copy), "
-            f"{t.tflops:.1f} TFLOP/s ({t.pct_peak_flops:.0f}% of bf16 mm){torch_txt}")
-    return tuple(timings), peaks, None
+    return peaks
+
+
+def time_one(h: Harness, shape: Shape, base_seed: int, flusher, peaks: Peaks,
+             log: Log = _stderr, label: str = "") -> tuple[TimedShape, str | None]:
+    """One timed shape, verified on the inputs it is timed on; (its result, the CUDA error that
+    stopped it or None)."""
+    from annotate.harness.verify import trial_seed
+
+    seed = trial_seed(base_seed, h.spec.name, shape.name, TIMED_TRIAL)
+    check = verify_once(h, shape, seed)
+    if check.fatal:
+        return TimedShape(shape=shape.name, params=dict(shape.params), seed=seed, check=check), _stopped(h, check, log)
+    if not check.passed:
+        log(f"  time {shape.name}{label}: MISMATCH " + (check.error or "; ".join(
+            o.describe() for o in check.outputs if not o.passed)))
+    kt, bt = time_shape(h, shape, seed, flusher)
+    t = timed_result(shape, seed, kt, bt, h.ref.cost(shape), peaks, h.spec.bound, check)
+    torch_txt = f"; torch {bt.median_us:.1f} us" if bt else ""
+    log(f"  time {shape.name}{label}: {kt.median_us:.1f} us, {t.gbps:.0f} GB/s ({t.pct_peak_bw:.0f}% of copy), "
+        f"{t.tflops:.1f} TFLOP/s ({t.pct_peak_flops:.0f}% of bf16 mm){torch_txt}")
+    return t, None
 
 
 # ---- assemble --------------------------------------------------------------------------------------
