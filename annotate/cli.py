@@ -24,7 +24,9 @@ COMMAND_MODULES = [
     "annotate.commands.show",
     "annotate.commands.notes",
     "annotate.commands.site",
+    "annotate.commands.extract",
     "annotate.harness.cli",
+    "annotate.commands.sass",
 ]
 
 
