@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "annotate.commands.fetch",
     "annotate.commands.index",
     "annotate.commands.show",
+    "annotate.commands.trace",
     "annotate.commands.notes",
     "annotate.commands.site",
     "annotate.commands.extract",
