@@ -76,7 +76,7 @@ def _group(paths, row) -> str:
 def cmd_status(args, config) -> int:
     from annotate.project import open_project, status
 
-    if args.courses:
+    if getattr(args, "courses", False):  # callers made before the flag pass no such attribute
         return _courses_status(args, config)
     rows = status(open_project(config))
     if args.json:
