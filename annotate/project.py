@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from annotate.index.api import Index
     from annotate.index.crosslang import Links
     from annotate.index.trace import EntryTrace, Trace
+    from annotate.notes.coverage import CoursesCoverage
     from annotate.notes.model import AnnotationSet
 
 
@@ -202,3 +203,13 @@ def status(project: Project) -> list["PinStatus"]:
                                       broken_annotation_files=cov.broken)
         rows.append(row)
     return rows
+
+
+def courses_coverage(project: Project) -> "CoursesCoverage":
+    """`annotate status --courses`: each course step's coverage (notes stage), from the index and
+    the annotations `annotate check` reads."""
+    from annotate.notes.api import RefChecker
+    from annotate.notes.coverage import course_coverage
+
+    return course_coverage(project.annotations, project.index,
+                           RefChecker(project.config, project.index, project.annotations_dir))

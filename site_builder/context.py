@@ -315,22 +315,42 @@ def definition_link(ctx: SiteContext, from_page: str, d: TypeDef | MacroDef, lab
     return Link(lab, names.rel_href(from_page, page, anchor), where)
 
 
-def resolve_ref(ctx: SiteContext, ref: str) -> FileKey | Symbol | None:
+def resolve_ref(ctx: SiteContext, ref: str) -> FileKey | Symbol | TypeDef | MacroDef | None:
     """What a course reference ("upstream:path" or "upstream:qualified_name") names on the site:
-    a rendered file, a rendered function (the first, of several), or nothing."""
+    a rendered file, a rendered function (the first, of several), else a rendered type or macro
+    (the annotated definition first, then a primary template before its specialisations), or
+    nothing. The names are the ones `annotate check` accepts in a ref."""
     up, _, rest = ref.partition(":")
     if not rest:
         up, rest = "", ref
     if (up, rest) in ctx.rendered:
         return up, rest
-    return next((s for s in ctx.find(rest, upstream=up or None) if s.key in ctx.symbols), None)
+    sym = next((s for s in ctx.find(rest, upstream=up or None) if s.key in ctx.symbols), None)
+    if sym is not None:
+        return sym
+    for defs, notes in ((_lookup(ctx.index.find_type, rest, up), ctx.type_notes),
+                        (_lookup(ctx.index.find_macro, rest, up), ctx.macro_notes)):
+        shown = [d for d in defs if (d.upstream, d.path) in ctx.rendered]
+        if shown:
+            return min(shown, key=lambda d: (d.key not in notes, getattr(d, "specialization", None) is not None))
+    return None
+
+
+def _lookup(find, name: str, upstream: str) -> list:
+    try:
+        return find(name, upstream=upstream or None)
+    except AnnotateError:  # a name the index cannot look up is not found
+        return []
 
 
 def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
-    """A course reference -> a link to the file's page or the function's heading."""
+    """A course reference -> a link to the file's page, the function's heading, or the type's or
+    macro's (its note's heading, else its first line)."""
     target = resolve_ref(ctx, ref)
     if isinstance(target, Symbol):
         return symbol_link(ctx, from_page, target.key, label=target.qualified_name)
+    if isinstance(target, (TypeDef, MacroDef)):
+        return definition_link(ctx, from_page, target, label=target.qualified_name)
     if target is not None:
         return Link(target[1], names.rel_href(from_page, names.source_page(*target)), ref)
     return Link(ref, None, msg("link.not_found"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from annotate.index.model import Symbol
+from annotate.index.model import MacroDef, Symbol, TypeDef
 from annotate.notes.model import Course, CourseStep, FunctionNote, MacroNote, TypeNote
 from site_builder import names
 from site_builder.context import (SiteContext, cite_link, label, ref_link, resolve_ref, runs_link, symbol_link,
@@ -125,12 +125,16 @@ def step_page(ctx: SiteContext, course: Course, i: int) -> StepPage:
 
 def _reading_item(ctx: SiteContext, page: str, ref: str) -> ReadingItem:
     """A reading-list entry: where it leads, and whether a reviewer's note is there (on the
-    function, or on any function of the file)."""
+    function, type or macro, or on anything of the file)."""
     target = resolve_ref(ctx, ref)
     if isinstance(target, Symbol):
         annotated = target.key in ctx.notes
+    elif isinstance(target, TypeDef):
+        annotated = target.key in ctx.type_notes
+    elif isinstance(target, MacroDef):
+        annotated = target.key in ctx.macro_notes
     elif target is not None:
-        annotated = any(s.key in ctx.notes for s in ctx.rendered[target].symbols)
+        annotated = target in ctx.noted_files or any(s.key in ctx.notes for s in ctx.rendered[target].symbols)
     else:
         annotated = False
     return ReadingItem(ref_link(ctx, page, ref), annotated)

@@ -215,6 +215,44 @@ def test_step_page(config):
                                               "../../../../courses/demo-course/day-1.html"]
 
 
+def _step_with_refs(config, refs: tuple[str, ...], keep_type_notes: bool = True):
+    """The step page of a one-step course reading `refs`, on the demo fixture's annotations
+    (without its notes on types and macros when `keep_type_notes` is false)."""
+    import dataclasses
+
+    from annotate.notes import model as M
+    from annotate.project import open_project
+    from site_builder.context import site_context
+    from site_support import demo_annotations, demo_index, demo_upstream
+
+    index = demo_index()
+    aset = demo_annotations(index)
+    course = M.Course("c", M.Text("C"), None, (M.CourseStep("s", M.Text("S"), None, refs),))
+    files = aset.files if keep_type_notes else tuple(dataclasses.replace(f, types=(), macros=()) for f in aset.files)
+    aset = dataclasses.replace(aset, files=files, courses=(course,))
+    ctx = site_context(open_project(config, index=index, annotations=aset, pins={UP: demo_upstream()}))
+    return site_pages.step_page(ctx, ctx.courses["c"], 0)
+
+
+def test_step_refs_to_types_and_macros_link_to_their_notes(config):
+    step = _step_with_refs(config, (f"{UP}:demo::DecodeParams", f"{UP}:DEMO_SWITCH", f"{UP}:DecodeParams",
+                                    f"{UP}:demo::NoSuchType"))
+    assert [(r.link.label, r.link.href, r.annotated) for r in step.reading] == [
+        ("demo::DecodeParams", "../../src/demo/include/demo/decode.cuh.html#t-DecodeParams-41", True),
+        ("DEMO_SWITCH", "../../src/demo/include/demo/decode.cuh.html#m-DEMO_SWITCH-31", True),
+        ("demo::DecodeParams", "../../src/demo/include/demo/decode.cuh.html#t-DecodeParams-41", True),
+        ("demo:demo::NoSuchType", None, False)]  # still not found, as before
+    html = render_step(step)
+    assert 'href="../../src/demo/include/demo/decode.cuh.html#m-DEMO_SWITCH-31"' in html
+
+
+def test_step_refs_to_unannotated_types_and_macros_link_to_their_first_line(config):
+    step = _step_with_refs(config, (f"{UP}:demo::DecodeParams", f"{UP}:DEMO_SWITCH"), keep_type_notes=False)
+    assert [(r.link.href, r.annotated) for r in step.reading] == [
+        ("../../src/demo/include/demo/decode.cuh.html#L41", False),
+        ("../../src/demo/include/demo/decode.cuh.html#L31", False)]
+
+
 def test_names():
     key = "flashinfer:flashinfer::norm::RMSNormKernel@include/flashinfer/norm.cuh:42"
     assert names.split_key(key) == ("flashinfer", "flashinfer::norm::RMSNormKernel", "include/flashinfer/norm.cuh", 42)

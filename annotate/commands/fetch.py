@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("status", help="pins, what is fetched, by which route, verified or not, annotation coverage")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--courses", action="store_true",
+                   help="instead: each course step's coverage (annotated functions, types, macros and kernels, "
+                        "texts in each language, exercises) against the courses' bar")
     s.set_defaults(func=cmd_status)
 
     lk = sub.add_parser("lock", help="write vendor_kernels/locks/<name>.json from a git repository",
@@ -73,6 +76,8 @@ def _group(paths, row) -> str:
 def cmd_status(args, config) -> int:
     from annotate.project import open_project, status
 
+    if getattr(args, "courses", False):  # callers made before the flag pass no such attribute
+        return _courses_status(args, config)
     rows = status(open_project(config))
     if args.json:
         from annotate.jsonout import print_json
@@ -105,6 +110,44 @@ def cmd_status(args, config) -> int:
                  f"`annotate fetch --verify {r.parent or r.name}` checks it again")
     if not all(r.fetched for r in rows):
         echo("fetch the missing pins with: annotate fetch")
+    return 0
+
+
+def _courses_status(args, config) -> int:
+    from annotate.project import courses_coverage, open_project
+
+    cov = courses_coverage(open_project(config))
+    if args.json:
+        from annotate.jsonout import print_json
+
+        print_json(cov.to_json())
+        return 0
+    from rich.table import Table
+
+    from annotate.terminal import console
+
+    out = console()
+    for c in cov.courses:
+        met = sum(1 for s in c.steps if s.meets_bar)
+        t = Table(title=f"{c.id}: {met} of {len(c.steps)} steps meet the bar", title_justify="left")
+        for col in ("#", "step", "fns", "types", "macros", "kernels", "texts en/zh", "notes en/zh",
+                    "exercises en/zh", "bar"):
+            t.add_column(col, no_wrap=True, justify="right" if col not in ("step", "bar") else "left")
+        for s in c.steps:
+            t.add_row(str(s.number), s.step, str(s.functions), str(s.types), str(s.macros),
+                      f"{s.kernels_annotated}/{len(s.kernels)}", f"{s.texts.en}/{s.texts.zh}",
+                      f"{s.notes.en}/{s.notes.zh}", f"{s.exercises.en}/{s.exercises.zh}",
+                      "ok" if s.meets_bar else "FAILS")
+        out.print(t)
+        for s in c.steps:
+            for why in s.problems:
+                echo(f"{s.step}: {why}")
+        echo()
+    echo(f"bar: every __global__ kernel of the files a step's refs name is annotated, and at least "
+         f"{cov.min_tagged} annotated functions, types or macros carry the step's tag")
+    for u in cov.unknown_tags:
+        where = f"{u.file}:{u.line}: " if u.file else ""
+        echo(f"{where}{u.kind} {u.name}: course tag '{u.tag}' names no course or step")
     return 0
 
 

@@ -857,8 +857,7 @@ def _ref_problem(s: _Session, ref: str) -> str | None:
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-    if s.index.has_file(up, rest) or s.index.find(rest, up) or s.index.find_type(rest, up) \
-            or s.index.find_macro(rest, up):
+    if ref_files(s.index, ref):
         return None
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         near = difflib.get_close_matches(rest, s.index.paths(up), n=1, cutoff=0.6)
@@ -866,19 +865,50 @@ def _ref_problem(s: _Session, ref: str) -> str | None:
     return f"ref '{ref}': no function, type or macro '{rest}' in {up}"
 
 
-def _cross_checks(files: list[M.AnnotationFile], courses: list[M.Course]) -> list[Diagnostic]:
-    """Course tags on functions, types and macros that name no known course or step (only once
-    courses exist)."""
+def ref_files(index, ref: str) -> tuple[str, ...]:
+    """The files of its upstream that a course ref names: the file itself ("upstream:path"), or
+    every file defining the function, type or macro it names (as the index finds the name);
+    () when it names nothing the index holds."""
+    up, sep, rest = ref.partition(":")
+    if not sep or not up or up not in index.upstreams():
+        return ()
+    if index.has_file(up, rest):
+        return (rest,)
+    defs = [*index.find(rest, up), *index.find_type(rest, up), *index.find_macro(rest, up)]
+    return tuple(dict.fromkeys(d.path for d in defs))
+
+
+class RefChecker:
+    """Course refs checked as `annotate check` checks them (its messages, its rule for files the
+    checkout lacks), for the other readers of the course maps (annotate.notes.coverage)."""
+
+    def __init__(self, config: Config, index, root: Path | None = None):
+        self._session = _Session(config, index, Path(root) if root else config.annotations_dir, Options(root=root))
+
+    def problem(self, ref: str, file: str | None = None) -> Diagnostic | None:
+        """None when `ref` resolves; else the check's diagnostic (an error, or an info when the
+        file is part of the pin but not of this checkout)."""
+        return _ref_diagnostic(self._session, ref, file or "", None, None)
+
+
+def unknown_course_tags(files, courses) -> list[tuple[M.FunctionNote | M.TypeNote | M.MacroNote, str]]:
+    """(entry, tag) for every course tag on a function, type or macro that names no known course
+    or step; none while there are no courses."""
     if not courses:
         return []
     known = {c.id for c in courses} | {s.id for c in courses for s in c.steps}
+    return [(fn, tag) for f in files for fn in (*f.functions, *f.types, *f.macros) for tag in fn.course
+            if tag not in known]
+
+
+def _cross_checks(files: list[M.AnnotationFile], courses: list[M.Course]) -> list[Diagnostic]:
+    """Course tags on functions, types and macros that name no known course or step (only once
+    courses exist)."""
     out = []
-    for fn in (fn for f in files for fn in (*f.functions, *f.types, *f.macros)):
-        for tag in fn.course:
-            if tag not in known:
-                src = fn.source
-                out.append(Diagnostic("warning", f"{fn.qualified_name}: course '{tag}' is not a course or step id",
-                                      file=src.file if src else None, line=src.line if src else None,
-                                      column=src.column if src else None, code="unknown-course",
-                                      symbol=fn.qualified_name))
+    for fn, tag in unknown_course_tags(files, courses):
+        src = fn.source
+        out.append(Diagnostic("warning", f"{fn.qualified_name}: course '{tag}' is not a course or step id",
+                              file=src.file if src else None, line=src.line if src else None,
+                              column=src.column if src else None, code="unknown-course",
+                              symbol=fn.qualified_name))
     return out
