@@ -195,3 +195,21 @@ def test_status_courses_on_the_real_pins(real_config, pinned, capsys):
     assert cli.main(["status", "--courses"]) == 0
     out = capsys.readouterr().out
     assert "flashinfer-day-14" in out and "fa-phase-5" in out
+
+
+def test_a_name_two_definitions_share_counts_the_annotated_ones_files():
+    """`SinglePrefillWithKVCacheDispatched` is defined for sm80 and for Hopper: a step whose notes
+    are on one of them reads that file, not both (without notes, both)."""
+    from types import SimpleNamespace as NS
+
+    from annotate.notes.api import ref_files
+
+    a, b = NS(key="a", path="include/prefill.cuh"), NS(key="b", path="include/hopper/prefill_sm90.cuh")
+    index = NS(upstreams=lambda: ["up"], has_file=lambda up, p: False,
+               find=lambda name, up: [a, b] if name == "ns::Dispatched" else [],
+               find_type=lambda name, up: [], find_macro=lambda name, up: [])
+    noted = NS(for_symbol=lambda s: s.key == "a" or None, for_type=lambda t: None, for_macro=lambda m: None)
+    bare = NS(for_symbol=lambda s: None, for_type=lambda t: None, for_macro=lambda m: None)
+    assert ref_files(index, "up:ns::Dispatched", noted) == ("include/prefill.cuh",)
+    assert ref_files(index, "up:ns::Dispatched", bare) == ("include/prefill.cuh", "include/hopper/prefill_sm90.cuh")
+    assert ref_files(index, "up:ns::Dispatched") == ("include/prefill.cuh", "include/hopper/prefill_sm90.cuh")

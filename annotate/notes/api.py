@@ -865,16 +865,24 @@ def _ref_problem(s: _Session, ref: str) -> str | None:
     return f"ref '{ref}': no function, type or macro '{rest}' in {up}"
 
 
-def ref_files(index, ref: str) -> tuple[str, ...]:
+def ref_files(index, ref: str, aset: M.AnnotationSet | None = None) -> tuple[str, ...]:
     """The files of its upstream that a course ref names: the file itself ("upstream:path"), or
     every file defining the function, type or macro it names (as the index finds the name);
-    () when it names nothing the index holds."""
+    () when it names nothing the index holds. With `aset`, a name several definitions share
+    names the files of the annotated ones when there are any — the definitions the site links
+    the ref to (`SinglePrefillWithKVCacheDispatched` is defined for sm80 and for Hopper; a step
+    whose notes are on the sm80 one reads that one)."""
     up, sep, rest = ref.partition(":")
     if not sep or not up or up not in index.upstreams():
         return ()
     if index.has_file(up, rest):
         return (rest,)
-    defs = [*index.find(rest, up), *index.find_type(rest, up), *index.find_macro(rest, up)]
+    funcs, types, macros = index.find(rest, up), index.find_type(rest, up), index.find_macro(rest, up)
+    defs = [*funcs, *types, *macros]
+    if aset is not None and len(defs) > 1:
+        noted = [*(d for d in funcs if aset.for_symbol(d)), *(d for d in types if aset.for_type(d)),
+                 *(d for d in macros if aset.for_macro(d))]
+        defs = noted or defs
     return tuple(dict.fromkeys(d.path for d in defs))
 
 

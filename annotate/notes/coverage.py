@@ -174,7 +174,7 @@ def _step(aset: M.AnnotationSet, index, refs: api.RefChecker, course: M.Course, 
             bad.append(problem.message)
             continue
         up = ref.partition(":")[0]
-        files.update(((up, p), None) for p in api.ref_files(index, ref))
+        files.update(((up, p), None) for p in api.ref_files(index, ref, aset))
     kernels = tuple(Kernel(s.qualified_name, s.path, s.start_line, aset.for_symbol(s) is not None)
                     for up, path in files for s in index.symbols_in(up, path) if s.kind == KERNEL)
     ex = st.exercises
