@@ -56,6 +56,35 @@ def line_pieces(text: str, tokens: Line, links: list[CodeLink], line_bytes: byte
     return tuple(pieces)
 
 
+def token_pieces(text: str, tokens: Line) -> tuple:
+    """`line_pieces` of a line without call links (most lines): the same pieces, cut faster, and
+    escaped only when the line holds a character that needs it."""
+    pieces = []
+    add = pieces.append
+    pos = 0
+    if "&" in text or "<" in text or ">" in text:
+        for a, b, cls in tokens:
+            if a < pos:
+                continue
+            if a > pos:
+                add(("", escape_text(text[pos:a]), None))
+            add((cls, escape_text(text[a:b]), None))
+            pos = b
+        if pos < len(text):
+            add(("", escape_text(text[pos:]), None))
+    else:
+        for a, b, cls in tokens:
+            if a < pos:
+                continue
+            if a > pos:
+                add(("", text[pos:a], None))
+            add((cls, text[a:b], None))
+            pos = b
+        if pos < len(text):
+            add(("", text[pos:], None))
+    return tuple(pieces)
+
+
 def owners(functions: tuple[DefinitionView, ...], n_lines: int) -> list[DefinitionView | None]:
     """For each line (index 0 = line 1), the innermost function containing it."""
     own: list[DefinitionView | None] = [None] * (n_lines + 1)
@@ -86,15 +115,17 @@ def build_page(plan: FilePlan, text: str, tokens: tuple[Line, ...]) -> FilePage:
     ascii_only = text.isascii()
 
     code_lines = []
+    n_tokens = len(tokens)
     for i, line_text in enumerate(lines):
         no = i + 1
-        toks = tokens[i] if i < len(tokens) else ()
+        toks = tokens[i] if i < n_tokens else ()
         lk = links_by_line.get(no)
-        lb = None if ascii_only or not lk else line_text.encode("utf-8")
-        if not lk and not toks:
-            pieces = (("", escape_text(line_text), None),) if line_text else ()
+        if lk:
+            pieces = line_pieces(line_text, toks, lk, None if ascii_only else line_text.encode("utf-8"))
+        elif toks:
+            pieces = token_pieces(line_text, toks)
         else:
-            pieces = line_pieces(line_text, toks, lk or [], lb)
+            pieces = (("", escape_text(line_text), None),) if line_text else ()
         code_lines.append(CodeLine(no, pieces, tuple(marks_by_line.get(no, ())), no in noted))
 
     own = owners(plan.functions, n)

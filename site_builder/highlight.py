@@ -87,6 +87,9 @@ def highlight(text: str, language: str | None) -> tuple[Line, ...]:
         if sb < last_end:  # inside an earlier, wider capture (a string's escape, ...)
             continue
         last_end = -neb
+        if r0 == r1 and blines is None:  # most captures: one line, ASCII
+            out[r0].append((c0, c1, cls))
+            continue
         for row in range(r0, min(r1, len(lines) - 1) + 1):
             a = c0 if row == r0 else 0
             b = c1 if row == r1 else None

@@ -151,6 +151,23 @@ class _Session:
         self.config, self.index, self.root, self.opts = config, index, root, opts
         self._absent: dict[str, frozenset[str]] = {}
         self._pins: list[str] | None = None
+        # a file's entries each ask for its definitions and text: asked of the index once
+        self._symbols: dict[tuple[str, str], list] = {}
+        self._lines: dict[tuple[str, str], list[str]] = {}
+
+    def symbols_in(self, upstream: str, path: str) -> list:
+        key = (upstream, path)
+        if key not in self._symbols:
+            self._symbols[key] = self.index.symbols_in(upstream, path)
+        return self._symbols[key]
+
+    def text_of(self, sym) -> str:
+        """`index.text_of(sym)`, the file split into lines once."""
+        key = (sym.upstream, sym.path)
+        lines = self._lines.get(key)
+        if lines is None:
+            lines = self._lines[key] = self.index.source(*key).splitlines(keepends=True)
+        return "".join(lines[sym.start_line - 1:sym.end_line])
 
     def pins(self) -> list[str]:
         if self._pins is None:
@@ -520,7 +537,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     if sym is None:
         return _Entry(M.FunctionNote(symbol=None, status=status, notes=unresolved_notes, **base), diag.diags,
                       OUT_BROKEN)
-    body = where.s.index.text_of(sym)
+    body = where.s.text_of(sym)
     inline, broken = _anchor_notes(doc, sym, body, name, diag)
     _check_calls(where, doc, sym, name, diag)
     _check_harness_and_todos(where, doc, diag)
@@ -544,8 +561,8 @@ def _note_fields(where: _Where, name: str, doc, diag: _Reporter) -> dict:
 
 def _resolve(where: _Where, name: str, doc, diag: _Reporter):
     """(the one definition the entry names, None) or (None, UNRESOLVED | AMBIGUOUS) with a diagnostic."""
-    index, upstream, path = where.s.index, where.upstream, where.path
-    syms = index.symbols_in(upstream, path)
+    upstream, path = where.upstream, where.path
+    syms = where.s.symbols_in(upstream, path)
     exact = [s for s in syms if s.qualified_name == name]
     if not exact:
         suffix = [s for s in syms if s.qualified_name.endswith("::" + name)]
