@@ -289,6 +289,11 @@ class Config:
         """Function bodies by fingerprint, stored when a fingerprint is written (stale diffs)."""
         return self.cache_dir / "notes" / "bodies"
 
+    def notes_files_dir(self) -> Path:
+        """Annotation files and course maps as resolved against an index, keyed by what resolving
+        them reads (annotate.notes.cache)."""
+        return self.cache_dir / "notes" / "files"
+
     def notes_fixtures_dir(self) -> Path:
         """Test fixtures the notes stage derives (e.g. an older release's headers for drift)."""
         return self.cache_dir / "notes" / "fixtures"

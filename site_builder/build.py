@@ -267,6 +267,8 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     from site_builder.context import lazy_site_context
 
     config = project.config
+    project.index
+    clock.lap("index")
     annotations = project.annotations
     clock.lap("annotations")
     ctx = lazy_site_context(project)
@@ -289,6 +291,7 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     for page, (up, path) in sorted(by_page.items()):
         keys[page] = source_page_key(ctx, tkey, ikey, up, path)
         if keys[page] != previous.pages.get(page):
+            clock.lap("keys")
             _, html, _n, _key, nbytes = render_source_page((up, path), job)
             files[page] = html
             rendered += 1

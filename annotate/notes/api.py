@@ -203,14 +203,22 @@ class _Collected:
 
 def load_annotations(config: Config, index, root: Path | None = None) -> M.AnnotationSet:
     """Every annotation file and course map under `root` (default: annotations/), resolved
-    against `index`. Problems are in `.diagnostics`; nothing raises for bad input."""
-    return load(config, index, Options(root=root)).set
+    against `index`. Problems are in `.diagnostics`; nothing raises for bad input. Files read
+    before with everything else equal come from the cache (annotate.notes.cache)."""
+    return load(config, index, Options(root=root), cached=True).set
 
 
-def load(config: Config, index, options: Options | None = None) -> LoadResult:
+def load(config: Config, index, options: Options | None = None, cached: bool = False) -> LoadResult:
+    """`cached`: take files from the cache and keep them there (only with the default Options:
+    what the cache holds is the AnnotationSet, not `check`'s outcomes)."""
     opts = options or Options()
     root = Path(opts.root) if opts.root else config.annotations_dir
     session = _Session(config, index, root, opts)
+    cache = None
+    if cached:
+        from annotate.notes.cache import NotesCache
+
+        cache = NotesCache(config, index, root)
     files, course_files = annotation_paths(root)
     picked = None
     if opts.only:
@@ -219,18 +227,30 @@ def load(config: Config, index, options: Options | None = None) -> LoadResult:
     got = _Collected()
     for p in files:
         disp = display_path(config, p)
-        try:
-            af = _load_file(session, p, disp, got)
-        except Exception as exc:  # a bug of ours must still not end the run
-            af = M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=(_internal(disp, exc),))
+        where, af = cache.get("file", p, M.AnnotationFile) if cache else (None, None)
+        if af is None:
+            try:
+                af = _load_file(session, p, disp, got)
+                if cache:
+                    cache.put(where, "file", p, af)
+            except Exception as exc:  # a bug of ours must still not end the run
+                af = M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=(_internal(disp, exc),))
         got.files.append(af)
         got.diagnostics.extend(af.diagnostics)
     for p in course_files:
         disp = display_path(config, p)
-        try:
-            course, diags = _load_course(session, p, disp)
-        except Exception as exc:
-            course, diags = None, [_internal(disp, exc)]
+        from annotate.notes.cache import CourseEntry
+
+        where, entry = cache.get("course", p, CourseEntry) if cache else (None, None)
+        if entry is not None:
+            course, diags = entry.course, list(entry.diagnostics)
+        else:
+            try:
+                course, diags = _load_course(session, p, disp)
+                if cache:
+                    cache.put(where, "course", p, CourseEntry(course, tuple(diags)))
+            except Exception as exc:
+                course, diags = None, [_internal(disp, exc)]
         if course is not None:
             got.courses.append(course)
         if picked is None or Path(os.path.abspath(p)) in picked:
