@@ -113,7 +113,7 @@ def _holes(drawn: str, n: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
 
 
 class _CodeMarkup:
-    """The code column's macros, drawn."""
+    """The code column's macros, drawn (site_builder.code.Drawn)."""
 
     def __init__(self) -> None:
         from site_builder.highlight import TOKEN_CLASSES
@@ -143,36 +143,11 @@ def _code_markup() -> _CodeMarkup:
 
 
 def code_lines(lines) -> Markup:
-    """`{{ code_lines(row.lines) }}`: the markup of a row's lines (model.CodeLine); the pieces'
-    text and hrefs arrive escaped (site_builder/code.py)."""
-    cm = _code_markup()
-    (a0, a1, a2), (i0, i1) = cm.link  # the link macro's order of (href, text)
-    token, line = cm.token, cm.line
-    out: list[str] = []
-    add = out.append
-    for ln in lines:
-        pre, post = line[ln.noted]
-        add(pre)
-        add(names.line_anchor(ln.no))
-        add(post)
-        for c, t, h in ln.pieces:
-            if h:
-                v = (h, t)
-                add(a0)
-                add(v[i0])
-                add(a1)
-                add(v[i1])
-                add(a2)
-            elif c:
-                o, e = token[c]
-                add(o)
-                add(t)
-                add(e)
-            else:
-                add(t)
-        for x in ln.marks:
-            add(cm.draw_mark(x))
-    return Markup("".join(out))
+    """`{{ code_lines(row.lines) }}`: the markup of a row's lines (model.CodeLine), drawn by
+    site_builder.code.draw_lines with the macros of code.html.jinja2 (it escapes the text)."""
+    from site_builder.code import draw_lines
+
+    return Markup(draw_lines(lines, _code_markup()))
 
 
 _FIXED = _Fixed()
