@@ -61,6 +61,7 @@ class BuildReport:
     seconds: float
     timings: tuple[tuple[str, float], ...] = ()
     annotation_errors: int = 0  # errors in the annotation files (shown on the home page)
+    notes_only: bool = False  # only annotation files had changed: their pages were rendered (_notes_build)
 
 
 def default_out_dir() -> Path:
@@ -311,7 +312,7 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     clock.lap("write")
     n_src = sum(1 for p in keys if names.is_source_page(p))
     return BuildReport(out, False, n_src, rendered, src_bytes, stats, time.perf_counter() - t0, tuple(clock.laps),
-                       len(annotations.errors))
+                       len(annotations.errors), notes_only=True)
 
 
 # ---- inputs ------------------------------------------------------------------------------

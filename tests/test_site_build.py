@@ -38,7 +38,7 @@ def _write_fetch_record(config: Config, up) -> None:
 
     rec = FetchRecord(name=up.name, commit=up.commit, tag=up.tag, route="existing", source="tests", reason="fixture",
                       root=config.checkout_dir(up.name, up.commit), fetched_at="2026-01-01T00:00:00Z", seconds=0.0,
-                      verified="commit", files=2)
+                      verified="commit", files=2, selection=up.selection())
     config.fetch_record(up.name, up.commit).write_text(json.dumps(rec.to_json()))
 
 
@@ -112,6 +112,62 @@ def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
     (out / names.source_page(UP, DECODE)).unlink()
     rep = _build(demo_repo, out)
     assert rep.pages_rendered == 1 and (out / names.source_page(UP, DECODE)).is_file()
+
+
+NORM_YAML = f"{UP}/{NORM}.yaml"
+COURSE_YAML = "courses/demo-course.yaml"
+NEW_ENTRY = """  demo::RMSNorm:
+    summary: The launcher.
+"""
+# (annotation file, text, replacement, whether only that file's pages and the search index can change)
+NOTE_EDITS = {
+    "summary": (NORM_YAML, "sum of squares, **warp reduction**", "sum of squares, then a **warp reduction**", True),
+    "inline note": (NORM_YAML, "Five butterfly steps", "Five steps", True),
+    "overview": (NORM_YAML, "one block per row (a fixture", "one block per row, edited (a fixture", True),
+    "a line more": (NORM_YAML, "    decomposition: grid", "    # a comment line\n    decomposition: grid", True),
+    "a new note": (NORM_YAML, "functions:\n", "functions:\n" + NEW_ENTRY, False),
+    "a broken anchor": (NORM_YAML, '"sum_sq += math::shfl_xor_sync"', '"no such code"', False),
+    "a course title": (COURSE_YAML, "title: {en: Demo course", "title: {en: Demo course, edited", False),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(NOTE_EDITS))
+def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monkeypatch, edit):
+    """After an annotation file changes, the build renders only that file's pages and the search
+    index when the notes' global facts stayed (reading none of the index but those files), else
+    the usual way; either way the site equals a fresh build's, byte for byte."""
+    from annotate.index.api import Index
+
+    out, fresh = tmp_path / "site", tmp_path / "fresh"
+    _build(demo_repo, out)
+    name, old, new, notes_only = NOTE_EDITS[edit]
+    f = demo_repo.annotations_dir / name
+    assert old in f.read_text()
+    f.write_text(f.read_text().replace(old, new, 1))
+    if notes_only:
+        def everything(*a, **k):
+            raise AssertionError("a note edit read the whole index")
+        monkeypatch.setattr(Index, "files", everything)
+    rep = _build(demo_repo, out)
+    monkeypatch.undo()
+    assert rep.notes_only == notes_only and not rep.noop
+    if notes_only:
+        assert rep.pages_rendered <= 1
+    _build(demo_repo, fresh)
+    made = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file())
+    assert made == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    for rel in made:
+        if rel != names.MANIFEST:
+            assert (out / rel).read_bytes() == (fresh / rel).read_bytes(), rel
+    assert _build(demo_repo, out).noop
+
+
+def test_an_editors_files_beside_the_notes_are_no_input(demo_repo, tmp_path):
+    out = tmp_path / "site"
+    _build(demo_repo, out)
+    (demo_repo.annotations_dir / UP / "include" / ".norm.cuh.yaml.swp").write_bytes(b"vim")
+    (demo_repo.annotations_dir / UP / "include" / "new-dir").mkdir()
+    assert _build(demo_repo, out).noop
 
 
 def test_a_build_that_fetched_is_followed_by_a_noop(demo_repo, tmp_path, monkeypatch):
