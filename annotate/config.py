@@ -7,7 +7,6 @@ function that makes it.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +88,8 @@ def _setting_error(where: str, message: str):
 
 
 def _read_config_file(path: Path) -> dict:
+    import tomllib
+
     from annotate.errors import AnnotateError
 
     try:

@@ -408,7 +408,8 @@ def _page_key(tkey: str, ikey: str, digest: str) -> str:
 
 
 def _outputs_present(out: Path, m: Manifest) -> bool:
-    return bool(m.outputs) and all((out / rel).is_file() for rel in m.outputs)
+    base = str(out)
+    return bool(m.outputs) and all(os.path.isfile(os.path.join(base, rel)) for rel in m.outputs)
 
 
 # ---- rendering source pages (in worker processes) ---------------------------------------

@@ -397,8 +397,6 @@ class Store:
         return sym_rows, edge_rows, target_rows, fact_rows, outside
 
     def _load(self, only: set[str] | None, resolved: bool) -> dict:
-        from annotate.index.extract import Extracted
-
         up, loc = self.upstream, self.location
         files = {fid: row for fid, *row in self._q("SELECT id, path, blob, language, includes, raw_includes,"
                                                      " error_nodes, diagnostics FROM files ORDER BY path")
@@ -446,6 +444,9 @@ class Store:
             if resolved:
                 out[path] = fi
             else:
+                # the extractor's types only when re-resolving (a reader of the index needs none of it)
+                from annotate.index.extract import Extracted
+
                 nargs, recv = extra.get(fid, ([], []))
                 out[path] = Extracted(fi, arity.get(fid, {}), tuple(nargs), tuple(recv))
         return out
