@@ -125,7 +125,12 @@ class NotesCache:
     """The cache of one load: what every file's key shares is taken once."""
 
     def __init__(self, config: Config, index, root: Path):
+        from annotate.index.cache import may_write
+
         self.dir = config.notes_files_dir()
+        # a cache someone made read-only stays untouched (the index's rule, which root obeys too)
+        here = next((d for d in (self.dir, *self.dir.parents) if d.exists()), None)
+        self.writable = here is not None and may_write(here)
         h = hashlib.sha256(_code_digest().encode())
         for part in (index.content_key(), os.path.abspath(root), os.getcwd(), str(config.repo_root),
                      str(config.schema_file)):
@@ -162,7 +167,7 @@ class NotesCache:
     def put(self, where: Path | None, kind: str, p: Path, value: Any) -> None:
         """Keep `value` for `p`, unless the file changed since `get` said `where` (the value may
         then be of another content); the file's older entries go."""
-        if where is None or self._path(kind, p) != where:
+        if where is None or not self.writable or self._path(kind, p) != where:
             return
         try:
             write_atomic(where, json.dumps(encode(value), separators=(",", ":")))
