@@ -86,6 +86,7 @@ def line_anchor(line: int) -> str:
     return f"L{line}"
 
 
+@lru_cache(maxsize=1 << 16)
 def symbol_anchor(key: str) -> str:
     """The id of a function's heading on its file's page, from Symbol.key.
 
@@ -98,6 +99,7 @@ def symbol_anchor(key: str) -> str:
     return f"f-{_UNSAFE.sub('_', name)}-{line}"
 
 
+@lru_cache(maxsize=1 << 16)  # asked again for every link to a definition
 def symbol_href_target(key: str) -> tuple[str, str]:
     """(page, anchor) where a function is shown."""
     upstream, _, path, _ = split_key(key)
