@@ -169,6 +169,7 @@ def sample_edges(index, roots, n: int, seed: int = 7) -> None:
 SHOW = ["show", "flashinfer::norm::RMSNormKernel", "--no-color"]
 SYMBOLS = ["symbols", "flashinfer:include/flashinfer/norm.cuh", "--json"]
 CHECK = ["check"]
+TRACE = ["trace", "flashinfer.rmsnorm", "--when", "backend=cuda,ndim=2"]
 
 # Runs in a fresh interpreter with PYTHONPATH = the tree measured (this one or the baseline),
 # so both sides are measured by the same code. Prints one JSON object.
@@ -194,6 +195,25 @@ elif what == "warm":
     load_index(config)  # a first load may still record stat data; the second is the steady state
     t = time.perf_counter()
     load_index(config)
+    out = {"wall": time.perf_counter() - t}
+elif what == "links-cold":  # the cross-language tables of a warm index: scanned and written
+    try:
+        from annotate.index.crosslang import load_links
+    except ImportError:  # a revision before them
+        load_links = None
+    if load_links is not None:
+        ix = load_index(config)
+        t, c = time.perf_counter(), cpu()
+        load_links(ix, config)
+        out = {"wall": time.perf_counter() - t, "cpu": cpu() - c}
+elif what == "warm-links":  # load_index and the links, as `annotate trace` opens them
+    try:
+        from annotate.index.crosslang import load_links
+    except ImportError:
+        load_links = lambda ix, config: None  # noqa: E731
+    load_links(load_index(config), config)
+    t = time.perf_counter()
+    load_links(load_index(config), config)
     out = {"wall": time.perf_counter() - t}
 elif what == "one-changed":
     src, copy = Path(sys.argv[3]), Path(sys.argv[4])
@@ -271,13 +291,19 @@ def speed(config: Config, roots: dict[str, Path], baseline: str | None, repeat: 
         for name, tree in sides.items():  # interleaved row by row, not side by side in blocks
             out[name] = {"cold": _child(tree, caches[name], "cold", str(caches[name]))}
         for name, tree in sides.items():
+            out[name]["links-cold"] = _child(tree, caches[name], "links-cold", str(caches[name]))
+        for name, tree in sides.items():
             out[name]["warm"] = _child(tree, caches[name], "warm", str(caches[name]))
+        for name, tree in sides.items():
+            out[name]["warm-links"] = _child(tree, caches[name], "warm-links", str(caches[name]))
         if "flashinfer" in roots:
             for i, (name, tree) in enumerate(sides.items()):
                 out[name]["one"] = _child(tree, _fresh_cache(config, tmp / f"one-cache-{i}"), "one-changed",
                                           str(tmp / f"one-cache-{i}"), str(roots["flashinfer"]), str(tmp / f"one-{i}"))
-        for label, argv in (("show", SHOW), ("symbols", SYMBOLS), ("check", CHECK)):
+        for label, argv in (("show", SHOW), ("symbols", SYMBOLS), ("check", CHECK), ("trace", TRACE)):
             for name, tree in sides.items():
+                if label == "trace" and not (tree / "annotate" / "commands" / "trace.py").is_file():
+                    continue
                 out[name][label] = _command(tree, caches[name], argv, repeat)
     _print_speed(out, list(sides), repeat)
     return out
@@ -286,20 +312,26 @@ def speed(config: Config, roots: dict[str, Path], baseline: str | None, repeat: 
 def _print_speed(out: dict, names: list[str], repeat: int) -> None:
     rows = [("cold index of both pins, wall (s)", lambda d: d["cold"]["wall"]),
             ("cold index of both pins, CPU of all processes (s)", lambda d: d["cold"]["cpu"]),
+            ("cold cross-language links of both pins (scan + write), wall (s)",
+             lambda d: d["links-cold"].get("wall")),
+            ("cold cross-language links, CPU (s)", lambda d: d["links-cold"].get("cpu")),
             ("warm load_index (s)", lambda d: d["warm"]["wall"]),
+            ("warm load_index + cross-language links (s)", lambda d: d["warm-links"]["wall"]),
             ("one FlashInfer file changed, re-index (s)", lambda d: d["one"]["wall"] if "one" in d else None),
             (f"`annotate {' '.join(SHOW)}` (s, median of {repeat})", lambda d: d["show"]),
             (f"`annotate {' '.join(SYMBOLS)}` (s)", lambda d: d["symbols"]),
-            ("`annotate check` (s)", lambda d: d["check"])]
+            ("`annotate check` (s)", lambda d: d["check"]),
+            (f"`annotate {' '.join(TRACE)}` (s)", lambda d: d.get("trace"))]
     head = "| what | " + " | ".join(names) + (" | now / " + names[0] + " |" if len(names) > 1 else " |")
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for label, get in rows:
         vals = [get(out[n]) for n in names]
-        if any(v is None for v in vals):
+        if all(v is None for v in vals):
             continue
-        cells = [f"{v:.3f}" if v < 1 else f"{v:.2f}" for v in vals]
-        ratio = f" | {vals[-1] / vals[0]:.2f}x" if len(vals) > 1 and vals[0] else ""
+        cells = ["n/a" if v is None else f"{v:.3f}" if v < 1 else f"{v:.2f}" for v in vals]
+        ratio = f" | {vals[-1] / vals[0]:.2f}x" if len(vals) > 1 and None not in vals and vals[0] else (
+            " | n/a" if len(vals) > 1 else "")
         print(f"| {label} | " + " | ".join(cells) + ratio + " |")
     for n in names:
         if "one" in out[n]:

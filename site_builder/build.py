@@ -222,14 +222,16 @@ def _search_base(ctx: SiteContext, config: Config, ikey: str, make: bool = True)
 
 # ---- a build after annotation files alone changed ----------------------------------------
 
-def notes_global(ctx: SiteContext) -> str:
+def notes_global(ctx: SiteContext, annotations: AnnotationSet) -> str:
     """What pages beyond those of an annotation file read from the annotations: which rendered
     definitions carry a note and in what state (call graphs, coverage, reading lists, the search
-    index's flags), every problem (home page, per-file lists), the course maps (course and
-    step pages, course links in notes). A page kind that shows more of the notes than this
-    must add it here, or a note edit would leave it stale (tests/test_site_build.py compares
-    such a build with a fresh one)."""
-    parts = [repr(sorted((k, n.status) for k, n in ctx.notes.items())), repr(ctx.diagnostics),
+    index's flags), which types and macros do (lists of uses on other pages), every problem
+    (home page, per-file lists), the course maps (course and step pages, course links in notes).
+    A page kind that shows more of the notes than this must add it here, or a note edit would
+    leave it stale (tests/test_site_build.py compares such a build with a fresh one)."""
+    others = sorted((n.kind, n.definition.key, n.status) for n in (*annotations.types(), *annotations.macros())
+                    if n.definition is not None)
+    parts = [repr(sorted((k, n.status) for k, n in ctx.notes.items())), repr(others), repr(ctx.diagnostics),
              repr(tuple(ctx.courses.values()))]
     return _digest("\n".join(parts))
 
@@ -246,8 +248,8 @@ def notes_state(ctx: SiteContext, annotations: AnnotationSet) -> NotesState:
         reach = set()
         if af.upstream and af.path and (af.upstream, af.path) in ctx.rendered:
             reach.add(names.source_page(af.upstream, af.path))
-        for fn in af.functions:
-            s = fn.symbol
+        for note in (*af.functions, *af.types, *af.macros):
+            s = note.definition
             if s is not None and (s.upstream, s.path) in ctx.rendered:
                 reach.add(names.source_page(s.upstream, s.path))
         for d in af.diagnostics:
@@ -255,7 +257,7 @@ def notes_state(ctx: SiteContext, annotations: AnnotationSet) -> NotesState:
             if where:
                 reach.add(names.source_page(*where))
         pages[af.file] = (_digest(repr(af)), tuple(sorted(reach)))
-    return NotesState(notes_global(ctx), pages)
+    return NotesState(notes_global(ctx, annotations), pages)
 
 
 def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputStamp, clock: _Clock,

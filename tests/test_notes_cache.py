@@ -98,3 +98,18 @@ def test_entries_decode_into_the_models_types_only():
                 {**data, "calls": {"f": "c"}}):
         with pytest.raises(ValueError):
             decode(M.FunctionNote, bad)
+
+
+def test_type_and_macro_notes_round_trip(tmp_path):
+    src = tmp_path / "src" / "include"
+    src.mkdir(parents=True)
+    (src / "t.cuh").write_text("#define TILE(x) ((x) * 4)\n"
+                               "template <typename T, int N>\nstruct vec_t {\n  T data[N];\n  int n;\n};\n")
+    index = index_directory(UP, tmp_path / "src")
+    t = index.types_in(UP, "include/t.cuh")[0]
+    m = index.macros_in(UP, "include/t.cuh")[0]
+    tn = M.TypeNote("vec_t", UP, "include/t.cuh", t, M.OK, summary=M.Text("a vector"),
+                    fields=(M.FieldNote("data", M.Text("the lanes"), "array", (4,)),))
+    mn = M.MacroNote("TILE", UP, "include/t.cuh", m, M.OK, expands_to=M.Text("x times four"))
+    f = M.AnnotationFile("a.yaml", UP, "include/t.cuh", types=(tn,), macros=(mn,))
+    assert decode(M.AnnotationFile, encode(f)) == f

@@ -70,7 +70,7 @@ def test_a_step_with_exercises_reads_into_the_model(tmp_config, root):
 
 @pytest.mark.parametrize("change, code, line, words", [
     (f'"{UP}:{NORM}:20-22"', "bad-cite", 15, "lines 20-99 are not in include/demo/norm.cuh (36 lines)"),
-    (f'"{UP}:demo::math::shfl_xor_sync"', "bad-cite", 15, "no function 'demo::nope'"),
+    (f'"{UP}:demo::math::shfl_xor_sync"', "bad-cite", 15, "no function, type or macro 'demo::nope'"),
     (f'"{UP}:{NORM}:7"', "bad-cite", 15, "no such file in demo"),
     ("harness: rmsnorm", "unknown-harness", 10, "no harness 'rmsnormx'"),
 ])

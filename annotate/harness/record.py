@@ -209,6 +209,9 @@ class RunRecord(_Part):
     checks: tuple[CheckResult, ...] = _opt(default=())
     timings: tuple[TimedShape, ...] = _opt(default=())
     passed: bool = _opt(default=False)
+    # which copy ran: absent for the catalog's own harness, the folder of a learner's copy
+    # (`annotate run KERNEL --source DIR`) or "pinned" for the original run beside it
+    source: str | None = _opt(omit="none")
 
     @classmethod
     def from_json(cls, data: object, where: str = "run record") -> "RunRecord":

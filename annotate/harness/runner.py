@@ -219,13 +219,14 @@ def timed_result(shape: Shape, seed: int, kernel: Timing, torch_time: Timing | N
 
 
 def run_timings(h: Harness, shapes: tuple[Shape, ...], base_seed: int,
-                log: Log = _stderr) -> tuple[tuple[TimedShape, ...], Peaks, str | None]:
+                log: Log = _stderr, peaks: Peaks | None = None) -> tuple[tuple[TimedShape, ...], Peaks, str | None]:
     """(every timed shape, the peaks they are measured against, the CUDA error that stopped
-    them or None). Each timed shape is verified too, on the inputs it is timed on."""
+    them or None). Each timed shape is verified too, on the inputs it is timed on. `peaks`:
+    already measured in this process (two copies compared side by side share them)."""
     from annotate.harness.timing import L2Flusher, measure_peaks
     from annotate.harness.verify import trial_seed
 
-    peaks = measure_peaks()
+    peaks = peaks or measure_peaks()
     log(f"{h.spec.name}: device peaks: copy {peaks.copy_gbps:.0f} GB/s, bf16 matmul "
         f"{peaks.bf16_tflops:.0f} TFLOP/s")
     flusher = L2Flusher()

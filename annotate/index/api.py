@@ -13,7 +13,8 @@ from annotate.errors import AnnotateError, Diagnostic, UsageError
 # build_upstream and source_files are imported from here by tests and benchmarks (the benchmark
 # also runs against trees older than index/build.py)
 from annotate.index.build import Tree, build_upstream, open_or_build, source_files  # noqa: F401
-from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol, bare_name, parse_symbol
+from annotate.index.model import (CallEdge, FileIndex, MacroDef, MemoryFact, Symbol, TypeDef, Use, bare_name,
+                                  parse_symbol)
 from annotate.index.store import Store
 from annotate.progress import Reporter
 
@@ -158,29 +159,123 @@ class Index:
     def resolve(self, spec: str) -> Symbol:
         """[UPSTREAM:]qualified_name[@path:line] -> the one Symbol it names, or UsageError."""
         upstream, name, path, line = self.parse_spec(spec)
-        cands = self.find(name, upstream)
-        if path is not None:
-            cands = [s for s in cands if s.path == path or s.path.endswith("/" + path)]
-            if line is not None:
-                exact = [s for s in cands if s.start_line == line]
-                cands = exact or [s for s in cands if s.start_line <= line <= s.end_line]
-        if len(cands) == 1:
-            return cands[0]
-        if not cands:
+
+        def near() -> list[str]:
             pool = sorted({q for up, st in self._stores.items() if upstream is None or up == upstream
                            for q in st.qualified_names()})
-            near = difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
-            if not near:
+            got = difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
+            if not got:
                 names = sorted({n for st in self._stores.values() for n in st.names()})
                 near_bare = difflib.get_close_matches(bare_name(name), names, n=5, cutoff=0.6)
-                near = [s.qualified_name for b in near_bare for st in self._stores.values()
-                        for s in st.with_name(b)][:8]
-            hint = ("nearest names: " + ", ".join(dict.fromkeys(near))) if near else "no similar names"
-            raise UsageError(f"unknown symbol '{spec}'", hint=hint)
-        listing = "\n".join(f"    {s.key}" for s in cands[:30])
-        more = f"\n    ... and {len(cands) - 30} more" if len(cands) > 30 else ""
-        raise UsageError(f"ambiguous symbol '{spec}': {len(cands)} definitions",
-                         hint="name one of them exactly:\n" + listing + more)
+                got = [s.qualified_name for b in near_bare for st in self._stores.values()
+                       for s in st.with_name(b)][:8]
+            return got
+
+        return _one(spec, "symbol", self.find(name, upstream), path, line, near)
+
+    # -- types and macros --
+    def types_in(self, upstream: str, path: str) -> list[TypeDef]:
+        return self._stores[upstream].types_in(path) if self.has_file(upstream, path) else []
+
+    def macros_in(self, upstream: str, path: str) -> list[MacroDef]:
+        return self._stores[upstream].macros_in(path) if self.has_file(upstream, path) else []
+
+    def find_type(self, name: str, upstream: str | None = None) -> list[TypeDef]:
+        """Like `find`: the exact qualified name, else a suffix on '::' (or '.') boundaries, else
+        the bare name. Every specialisation of a template is a TypeDef of its own."""
+        name = name.strip()
+        stores = [st for up, st in self._stores.items() if upstream is None or up == upstream]
+        exact = [t for st in stores for t in st.types_with_qualified_name(name)]
+        if exact:
+            return _ordered(exact)
+        last = bare_name(name)
+        pool = [t for st in stores for t in st.types_with_name(last)]
+        suffix = [t for t in pool if t.qualified_name.endswith("::" + name) or t.qualified_name.endswith("." + name)]
+        if suffix:
+            return _ordered(suffix)
+        return _ordered(pool) if name == last else []
+
+    def find_macro(self, name: str, upstream: str | None = None) -> list[MacroDef]:
+        """Every `#define` of that name (a macro defined in several files or `#if` branches has
+        several)."""
+        return _ordered([m for up, st in self._stores.items() if upstream is None or up == upstream
+                         for m in st.macros_with_name(name.strip())])
+
+    def resolve_type(self, spec: str) -> TypeDef:
+        """[UPSTREAM:]qualified_name[@path[:line]] -> the one TypeDef it names, or UsageError."""
+        upstream, name, path, line = self.parse_spec(spec)
+
+        def near() -> list[str]:
+            pool = sorted({q for up, st in self._stores.items() if upstream is None or up == upstream
+                           for q in st.type_qualified_names()})
+            return difflib.get_close_matches(name, pool, n=8, cutoff=0.6) or [
+                q for q in pool if bare_name(q) == bare_name(name)][:8]
+
+        return _one(spec, "type", self.find_type(name, upstream), path, line, near)
+
+    def resolve_macro(self, spec: str) -> MacroDef:
+        """[UPSTREAM:]NAME[@path[:line]] -> the one MacroDef it names, or UsageError."""
+        upstream, name, path, line = self.parse_spec(spec)
+
+        def near() -> list[str]:
+            pool = sorted({n for up, st in self._stores.items() if upstream is None or up == upstream
+                           for n in st.macro_names()})
+            return difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
+
+        return _one(spec, "macro", self.find_macro(name, upstream), path, line, near)
+
+    def type_def(self, key: str) -> TypeDef:
+        st = self._stores.get(key.partition(":")[0])
+        got = st.type_by_key(key) if st is not None else None
+        if got is None:
+            raise UsageError(f"no type with key {key!r}")
+        return got
+
+    def macro_def(self, key: str) -> MacroDef:
+        st = self._stores.get(key.partition(":")[0])
+        got = st.macro_by_key(key) if st is not None else None
+        if got is None:
+            raise UsageError(f"no macro with key {key!r}")
+        return got
+
+    def uses_by(self, sym: Symbol) -> list[Use]:
+        """The types and macros `sym` uses (one Use per name: where it is first written)."""
+        st, g = self._stores.get(sym.upstream), self._graphs.get(sym.upstream)
+        if st is None:
+            return []
+        uses = g.uses_by.get(sym.key, []) if g is not None else st.uses_by(sym.key)
+        return sorted(uses, key=lambda u: (u.line, u.column, u.kind, u.name))
+
+    def _users(self, kind: str, key: str, upstream: str) -> list[Use]:
+        st, g = self._stores.get(upstream), self._graphs.get(upstream)
+        if st is None:
+            return []
+        uses = g.users.get((kind, key), []) if g is not None else st.users_of(kind, key)
+        return sorted(uses, key=lambda u: (u.path, u.line, u.column))
+
+    def type_users(self, t: TypeDef) -> list[Use]:
+        """The functions that use the type (declare, take, name as a template argument or scope)."""
+        return self._users("type", t.key, t.upstream)
+
+    def macro_users(self, m: MacroDef) -> list[Use]:
+        """The functions that invoke the macro (in their head or body)."""
+        return self._users("macro", m.key, m.upstream)
+
+    def methods_of(self, t: TypeDef) -> list[Symbol]:
+        """The member functions defined for this type: those defined inside its body, and (when
+        it is the only definition of its name) those defined out of class as `T::f`."""
+        st = self._stores.get(t.upstream)
+        if st is None or t.kind == "enum":
+            return []
+        sep = "." if t.kind == "python-class" else "::"
+        prefix = t.qualified_name + sep
+        inside = [s for s in st.symbols_in(t.path) if t.start_line <= s.start_line and s.end_line <= t.end_line
+                  and s.qualified_name.startswith(prefix) and sep not in s.qualified_name[len(prefix):]]
+        if len(st.types_with_qualified_name(t.qualified_name)) == 1:
+            seen = {s.key for s in inside}
+            inside += [s for s in st.with_qualified_name_prefix(prefix) if s.key not in seen
+                       and sep not in s.qualified_name[len(prefix):]]
+        return _ordered(inside)
 
     def parse_spec(self, spec: str) -> tuple[str | None, str, str | None, int | None]:
         s = parse_symbol(spec, self.upstreams())
@@ -244,7 +339,8 @@ class Index:
         st = self._stores.get(upstream)
         return st.enclosing(path, line) if st is not None else None
 
-    def text_of(self, sym: Symbol) -> str:
+    def text_of(self, sym: Symbol | TypeDef | MacroDef) -> str:
+        """The definition's lines (a function's, a type's or a macro's) as they are in the file."""
         lines = self.source(sym.upstream, sym.path).splitlines(keepends=True)
         return "".join(lines[sym.start_line - 1:sym.end_line])
 
@@ -258,14 +354,20 @@ class Index:
 
 
 class _Graph:
-    """Edges and facts of a loaded upstream by Symbol.key, in store order (what the store's
+    """Edges, facts and uses of a loaded upstream by key, in store order (what the store's
     queries answer, without a query per function)."""
 
     def __init__(self, files):
         self.callees: dict[str, list[CallEdge]] = {}
         self.callers: dict[str, list[CallEdge]] = {}
         self.facts: dict[str, list[MemoryFact]] = {}
+        self.uses_by: dict[str, list[Use]] = {}
+        self.users: dict[tuple[str, str], list[Use]] = {}
         for fi in files:
+            for u in fi.uses:
+                self.uses_by.setdefault(u.user, []).append(u)
+                for k in dict.fromkeys(u.targets):
+                    self.users.setdefault((u.kind, k), []).append(u)
             for e in fi.edges:
                 self.callees.setdefault(e.caller, []).append(e)
                 for k in dict.fromkeys(e.callees):
@@ -274,8 +376,42 @@ class _Graph:
                 self.facts.setdefault(f.symbol, []).append(f)
 
 
-def _ordered(syms: list[Symbol]) -> list[Symbol]:
+def named_kind(index: "Index", spec: str) -> str:
+    """What a SYMBOL names: "function" when some function has that name, else "type" or "macro"
+    when one of those has it, else "function" (whose lookup then says it is unknown, with the
+    nearest names). `annotate show` and `annotate new` decide with it when no flag says."""
+    upstream, name, _, _ = index.parse_spec(spec)
+    if index.find(name, upstream):
+        return "function"
+    if index.find_type(name, upstream):
+        return "type"
+    if index.find_macro(name, upstream):
+        return "macro"
+    return "function"
+
+
+def _ordered(syms: list) -> list:
     return sorted(syms, key=lambda s: (s.upstream, s.path, s.start_line))
+
+
+def _one(spec: str, what: str, cands: list, path: str | None, line: int | None, near: Callable[[], list[str]]):
+    """The one definition of `cands` that `@path[:line]` leaves (line = the start line, or any line
+    inside), or UsageError: the candidates when several are left, the nearest names when none."""
+    if path is not None:
+        cands = [s for s in cands if s.path == path or s.path.endswith("/" + path)]
+        if line is not None:
+            exact = [s for s in cands if s.start_line == line]
+            cands = exact or [s for s in cands if s.start_line <= line <= s.end_line]
+    if len(cands) == 1:
+        return cands[0]
+    if not cands:
+        got = near()
+        hint = ("nearest names: " + ", ".join(dict.fromkeys(got))) if got else "no similar names"
+        raise UsageError(f"unknown {what} '{spec}'", hint=hint)
+    listing = "\n".join(f"    {s.key}" for s in cands[:30])
+    more = f"\n    ... and {len(cands) - 30} more" if len(cands) > 30 else ""
+    raise UsageError(f"ambiguous {what} '{spec}': {len(cands)} definitions",
+                     hint="name one of them exactly:\n" + listing + more)
 
 
 def _near_hint(path: str, paths: list[str]) -> str | None:

@@ -302,6 +302,7 @@ def _resolve_and_store(t: Tree, config: Config | None, writable: bool) -> Store:
     from annotate.index import cache
     from annotate.index.resolve import resolve_upstream
     from annotate.index.store import create_store
+    from annotate.index.uses import resolve_uses
 
     t1 = time.perf_counter()
     found = {p: t.found[p] for p in sorted(t.found)}
@@ -309,6 +310,8 @@ def _resolve_and_store(t: Tree, config: Config | None, writable: bool) -> Store:
     arity = {k: v for ex in found.values() for k, v in ex.arity.items()}
     resolved = resolve_upstream(files, arity, {p: ex.nargs for p, ex in found.items()},
                                 {p: ex.receivers for p, ex in found.items()})
+    uses = resolve_uses(resolved, {p: ex.mentions for p, ex in found.items()})
+    resolved = {p: replace(fi, uses=uses[p]) if p in uses else fi for p, fi in resolved.items()}
     t2 = time.perf_counter()
     store = create_store(t.path if writable else None, t.meta, found, resolved)
     if writable:

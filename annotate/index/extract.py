@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from annotate.index import cst
+from annotate.index import extract_types as xt
 from annotate.index.facts import apply_rules, fact_query_source
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
@@ -23,8 +24,9 @@ _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
 ANON = "(anonymous namespace)"
 # Every query of a file runs in one walk of its tree (queries/*.scm, plus the fact rules).
 _CUDA_QUERIES = ("cuda-functions", "cuda-assignments", "cuda-declarations", "cuda-calls", "cuda-classes",
-                 "cuda-errors", "cuda-includes")
-_PYTHON_QUERIES = ("python-functions", "python-calls", "python-imports", "python-errors")
+                 "cuda-errors", "cuda-includes", "cuda-types", "cuda-mentions")
+_PYTHON_QUERIES = ("python-functions", "python-calls", "python-imports", "python-errors", "python-classes",
+                   "python-mentions")
 
 
 @dataclass(frozen=True)
@@ -32,12 +34,14 @@ class Extracted:
     """A FileIndex plus what only call resolution needs (kept out of the stage contract):
     `arity` maps Symbol.key -> (fewest, most arguments; -1 = any number), `nargs` gives the
     argument count of each edge's call (None where unknown or not a plain call), `receivers`
-    the declared class of the object of each member call (`vec_t<float, 4> v; v.load()` -> vec_t)."""
+    the declared class of the object of each member call (`vec_t<float, 4> v; v.load()` -> vec_t),
+    `mentions` the names each function mentions that may be types or macros (extract_types)."""
 
     file: FileIndex
     arity: dict[str, tuple[int, int]] = field(default_factory=dict)
     nargs: tuple[int | None, ...] = ()
     receivers: tuple[str | None, ...] = ()  # per edge: class name of a member call's object, if declared
+    mentions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Symbol.key -> raw mentions
 
 
 def warm_up() -> None:
@@ -53,7 +57,7 @@ def warm_up() -> None:
 def extract_full(upstream: str, path: str, src: bytes) -> Extracted:
     lang = language_of(path)
     if lang == "python":
-        return Extracted(extract_python(upstream, path, src))
+        return extract_python(upstream, path, src)
     return extract_cuda(upstream, path, src)
 
 
@@ -148,19 +152,22 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
     cx.class_names = {cst.text_without_template_args(n).split("::")[-1] for n in captured(found["cuda-classes"], "name")}
     errors = captured(found["cuda-errors"], "error")
     cx.error_starts = sorted(e.start_byte for e in errors)
-    symbols, arity, owner = _cuda_symbols(cx, found)
+    symbols, arity, owner, fn_nodes = _cuda_symbols(cx, found)
     edges, nargs, receivers = _cuda_edges(cx, found, symbols, owner)
     facts = _cuda_facts(cx, found, symbols, owner)
     includes = tuple(cst.node_text(n) for n in captured(found["cuda-includes"], "path"))
     fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
-                   edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
-    return Extracted(fi, arity, nargs, receivers)
+                   edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors),
+                   types=tuple(xt.cuda_types(cx, found, fn_nodes)),
+                   macros=tuple(xt.cuda_macros(upstream, path, src, cx.lines)))
+    return Extracted(fi, arity, nargs, receivers, xt.cuda_mentions(cx, found, symbols, fn_nodes))
 
 
-def _cuda_symbols(cx: _File, found) -> tuple[list[Symbol], dict[str, tuple[int, int]], _Spans]:
-    """The definitions of the file, their argument ranges, and which body (or parameter list)
-    holds a byte."""
+def _cuda_symbols(cx: _File, found) -> tuple[list[Symbol], dict[str, tuple[int, int]], _Spans, list]:
+    """The definitions of the file, their argument ranges, which body (or parameter list) holds a
+    byte, and the function_definition node of each."""
     symbols: list[Symbol] = []
+    fn_nodes: list = []
     spans: list[tuple[int, int, int]] = []
     arity: dict[str, tuple[int, int]] = {}
     param_spans: list[tuple[int, int, int]] = []
@@ -171,6 +178,7 @@ def _cuda_symbols(cx: _File, found) -> tuple[list[Symbol], dict[str, tuple[int, 
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
+        fn_nodes.append(fn)
         ar = _arity(fn)
         if ar is not None:
             arity[sym.key] = ar
@@ -178,7 +186,7 @@ def _cuda_symbols(cx: _File, found) -> tuple[list[Symbol], dict[str, tuple[int, 
         plist = decl.child_by_field_name("parameters") if decl is not None else None
         if plist is not None:
             param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
-    return symbols, arity, _Spans(spans, param_spans)
+    return symbols, arity, _Spans(spans, param_spans), fn_nodes
 
 
 def _pointer_vars(found, owner: _Spans) -> dict[int, dict[str, list]]:
@@ -575,12 +583,13 @@ def python_module(path: str) -> str:
     return ".".join(parts)
 
 
-def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
+def extract_python(upstream: str, path: str, src: bytes) -> Extracted:
     tree = parser("python").parse(src)
     root = tree.root_node
     module = python_module(path)
     symbols: list[Symbol] = []
     spans = []
+    heads = []
     found = run_queries("python", root, _PYTHON_QUERIES)
     for m in found["python-functions"]:
         fn, body, name_node = m["function"][0], m["body"][0], m["name"][0]
@@ -602,8 +611,9 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
             fingerprint=fingerprint(src[body.start_byte:body.end_byte].decode("utf-8", "replace"), "python"),
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
+        heads.append((fn.start_byte, body.start_byte, len(symbols)))
         symbols.append(sym)
-    owner = _Spans(spans)
+    owner = _Spans(spans, heads)
     edges = []
     for m in found["python-calls"]:
         call, callee = m["call"][0], m["callee"][0]
@@ -620,6 +630,9 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         edges.append(CallEdge(symbols[idx].key, written, CALL, path, nm.start_point[0] + 1, nm.start_point[1],
                               (), via))
     imports = tuple(cst.node_text(n) for n in captured(found["python-imports"], "module"))
-    return FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
-                     edges=tuple(edges), facts=(), includes=imports,
-                     error_nodes=len(captured(found["python-errors"], "error")))
+    fi = FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
+                   edges=tuple(edges), facts=(), includes=imports,
+                   error_nodes=len(captured(found["python-errors"], "error")),
+                   types=tuple(xt.python_classes(upstream, path, src, found, module,
+                                                     xt.MethodBodies((a, b) for a, b, _ in spans))))
+    return Extracted(fi, mentions=xt.python_mentions(found, symbols, owner))

@@ -206,6 +206,7 @@ def resolve_version() -> str:
     """Version of the cross-file step: a resolved snapshot is reused only when it is unchanged."""
     h = hashlib.sha256(tool_version().encode())
     h.update((HERE / "resolve.py").read_bytes())
+    h.update((HERE / "uses.py").read_bytes())
     return h.hexdigest()[:16]
 
 

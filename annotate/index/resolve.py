@@ -67,6 +67,34 @@ def python_imports(files: dict[str, FileIndex], fi: FileIndex) -> tuple[str, ...
     return tuple(dict.fromkeys(out))
 
 
+def include_closure(includes: dict[str, tuple[str, ...]]):
+    """A function: path -> the files its #includes (Python: imports) reach, itself included
+    (memoised; `includes` maps each path to the paths it includes directly)."""
+    closure_memo: dict[str, frozenset[str]] = {}
+
+    def closure(p: str) -> frozenset[str]:
+        got = closure_memo.get(p)
+        if got is not None:
+            return got
+        seen = {p}
+        stack = [p]
+        while stack:
+            q = stack.pop()
+            for r in includes.get(q, ()):
+                if r not in seen:
+                    cached = closure_memo.get(r)
+                    if cached is not None:
+                        seen |= cached
+                    else:
+                        seen.add(r)
+                        stack.append(r)
+        got = frozenset(seen)
+        closure_memo[p] = got
+        return got
+
+    return closure
+
+
 def _scope_of(qualified: str, python: bool) -> str:
     sep = "." if python else "::"
     return qualified.rsplit(sep, 1)[0] if sep in qualified else ""
@@ -90,27 +118,7 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
             res = (resolver.resolve(p, raw) for raw in fi.includes)
             includes[p] = tuple(dict.fromkeys(r for r in res if r and r != p))
 
-    closure_memo: dict[str, frozenset[str]] = {}
-
-    def closure(p: str) -> frozenset[str]:
-        got = closure_memo.get(p)
-        if got is not None:
-            return got
-        seen = {p}
-        stack = [p]
-        while stack:
-            q = stack.pop()
-            for r in includes.get(q, ()):
-                if r not in seen:
-                    cached = closure_memo.get(r)
-                    if cached is not None:
-                        seen |= cached
-                    else:
-                        seen.add(r)
-                        stack.append(r)
-        got = frozenset(seen)
-        closure_memo[p] = got
-        return got
+    closure = include_closure(includes)
 
     by_name: dict[tuple[bool, str], list[Symbol]] = {}
     by_key: dict[str, Symbol] = {}

@@ -27,9 +27,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from annotate.errors import AnnotateError
-from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol, symbol_key
+from annotate.index.model import (CallEdge, FileIndex, MacroDef, MemoryFact, Symbol, TypeDef, TypeField, Use,
+                                  split_key, symbol_key)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _DDL = (
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT",
@@ -48,6 +49,25 @@ _DDL = (
     " PRIMARY KEY (edge, pos)) STRICT, WITHOUT ROWID",
     "CREATE TABLE facts(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, symbol INTEGER NOT NULL,"
     " kind TEXT NOT NULL, detail TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL) STRICT",
+    "CREATE TABLE types(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, name TEXT NOT NULL,"
+    " qualified_name TEXT NOT NULL, kind TEXT NOT NULL, signature TEXT NOT NULL, template_params TEXT,"
+    " specialization TEXT, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,"
+    " body_start_line INTEGER NOT NULL, fingerprint TEXT NOT NULL, bases TEXT NOT NULL, nested TEXT NOT NULL,"
+    " decorators TEXT NOT NULL, anonymous_namespace INTEGER NOT NULL, parse_errors INTEGER NOT NULL) STRICT",
+    "CREATE TABLE fields(id INTEGER PRIMARY KEY, type INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,"
+    " decl TEXT NOT NULL, line INTEGER NOT NULL, value TEXT) STRICT",
+    "CREATE TABLE macros(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, name TEXT NOT NULL, params TEXT,"
+    " body TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, fingerprint TEXT NOT NULL) STRICT",
+    # uses of types and macros by functions; a use's targets are a set (types.id or macros.id by
+    # its kind) shared by every use with the same targets (a name with 30 specialisations is
+    # used in hundreds of functions: one set, not thousands of rows)
+    "CREATE TABLE uses(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, user INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " name TEXT NOT NULL, how TEXT NOT NULL, line INTEGER NOT NULL, col INTEGER NOT NULL,"
+    " targets INTEGER NOT NULL) STRICT",
+    "CREATE TABLE target_sets(id INTEGER NOT NULL, pos INTEGER NOT NULL, target INTEGER NOT NULL,"
+    " PRIMARY KEY (id, pos)) STRICT, WITHOUT ROWID",
+    # what resolving uses again after a change needs (extract_types: raw mentions per function)
+    "CREATE TABLE mentions(symbol INTEGER PRIMARY KEY, names TEXT NOT NULL) STRICT",
 )
 # created after the rows are in (faster than keeping them up to date row by row)
 _INDEXES = (
@@ -57,6 +77,14 @@ _INDEXES = (
     "CREATE INDEX edges_by_caller ON edges(caller)",
     "CREATE INDEX targets_by_symbol ON targets(symbol)",
     "CREATE INDEX facts_by_symbol ON facts(symbol)",
+    "CREATE INDEX types_by_qname ON types(qualified_name)",
+    "CREATE INDEX types_by_name ON types(name)",
+    "CREATE INDEX types_by_file ON types(file, start_line)",
+    "CREATE INDEX fields_by_type ON fields(type)",
+    "CREATE INDEX macros_by_name ON macros(name)",
+    "CREATE INDEX uses_by_user ON uses(user)",
+    "CREATE INDEX uses_by_targets ON uses(targets)",
+    "CREATE INDEX target_sets_by_target ON target_sets(target)",
 )
 _SCHEMA = tuple(sorted(_DDL + _INDEXES))
 
@@ -122,10 +150,59 @@ def write_store(conn: sqlite3.Connection, meta: dict[str, str], extracted: dict,
     conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?,?,?,?)", edge_rows)
     conn.executemany("INSERT INTO targets VALUES (?,?,?)", target_rows)
     conn.executemany("INSERT INTO facts(file, symbol, kind, detail, line, rule) VALUES (?,?,?,?,?,?)", fact_rows)
+    _write_types(conn, paths, resolved, extracted, ids)
     for stmt in _INDEXES:
         conn.execute(stmt)
     conn.executemany("INSERT INTO meta VALUES (?,?)", sorted({**meta, "schema": SCHEMA_VERSION}.items()))
     conn.commit()
+
+
+def _write_types(conn: sqlite3.Connection, paths: list[str], resolved: dict[str, FileIndex], extracted: dict,
+                 sym_ids: dict[str, int]) -> None:
+    """Types with their fields, macros, uses with their targets, and the raw mentions."""
+    type_rows, field_rows, macro_rows, use_rows, target_rows = [], [], [], [], []
+    mention_rows: dict[int, str] = {}
+    tids: dict[str, int] = {}
+    mids: dict[str, int] = {}
+    tid = mid = 0
+    for fid, path in enumerate(paths, 1):
+        fi = resolved[path]
+        for t in fi.types:
+            tid += 1
+            tids.setdefault(t.key, tid)
+            type_rows.append((tid, fid, t.name, t.qualified_name, t.kind, t.signature, t.template_params,
+                              t.specialization, t.start_line, t.end_line, t.body_start_line, t.fingerprint,
+                              json.dumps(list(t.bases)), json.dumps(list(t.nested)), json.dumps(list(t.decorators)),
+                              int(t.anonymous_namespace), t.parse_errors))
+            field_rows.extend((tid, f.name, f.kind, f.type, f.line, f.value) for f in t.fields)
+        for m in fi.macros:
+            mid += 1
+            mids.setdefault(m.key, mid)
+            macro_rows.append((mid, fid, m.name, None if m.params is None else json.dumps(list(m.params)), m.body,
+                               m.start_line, m.end_line, m.fingerprint))
+    uid = 0
+    sets: dict[tuple, int] = {}
+    for fid, path in enumerate(paths, 1):
+        for u in resolved[path].uses:
+            if u.path != path:
+                raise ValueError(f"{path}: a use of another file ({u.path})")
+            uid += 1
+            to = tids if u.kind == "type" else mids
+            ids = (u.kind, *(to[k] for k in u.targets))
+            set_id = sets.get(ids)
+            if set_id is None:
+                set_id = sets[ids] = len(sets) + 1
+                target_rows.extend((set_id, pos, t) for pos, t in enumerate(ids[1:]))
+            use_rows.append((uid, fid, sym_ids[u.user], u.kind, u.name, u.how, u.line, u.column, set_id))
+        for key, raw in (extracted[path].mentions or {}).items():
+            if raw:
+                mention_rows[sym_ids[key]] = json.dumps(list(raw))  # one row per id (keys are unique)
+    conn.executemany("INSERT INTO types VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", type_rows)
+    conn.executemany("INSERT INTO fields(type, name, kind, decl, line, value) VALUES (?,?,?,?,?,?)", field_rows)
+    conn.executemany("INSERT INTO macros VALUES (?,?,?,?,?,?,?,?)", macro_rows)
+    conn.executemany("INSERT INTO uses VALUES (?,?,?,?,?,?,?,?,?)", use_rows)
+    conn.executemany("INSERT INTO target_sets VALUES (?,?,?)", target_rows)
+    conn.executemany("INSERT INTO mentions VALUES (?,?)", sorted(mention_rows.items()))
 
 
 def create_store(path: Path | None, meta: dict[str, str], extracted: dict, resolved: dict[str, FileIndex]) -> "Store":
@@ -148,6 +225,9 @@ def create_store(path: Path | None, meta: dict[str, str], extracted: dict, resol
             # a half-written temporary file is never renamed into place, so no journal is needed
             conn.execute("PRAGMA journal_mode=OFF")
             conn.execute("PRAGMA synchronous=OFF")
+            # the whole schema in the first page, the meta table in the second: damage further in
+            # is found inside a page (one-line error), not taken for another schema
+            conn.execute("PRAGMA page_size=8192")
             write_store(conn, meta, extracted, resolved)
         finally:
             conn.close()
@@ -297,6 +377,10 @@ class Store:
     def with_name(self, name: str) -> list[Symbol]:
         return self._symbols("WHERE s.name = ?", (name,))
 
+    def with_qualified_name_prefix(self, prefix: str) -> list[Symbol]:
+        # a range over the qualified-name index (LIKE would not use it, and `_` is a wildcard there)
+        return self._symbols("WHERE s.qualified_name >= ? AND s.qualified_name < ?", (prefix, prefix + "\U0010ffff"))
+
     def qualified_names(self) -> list[str]:
         return [r[0] for r in self._q("SELECT DISTINCT qualified_name FROM symbols")]
 
@@ -325,6 +409,109 @@ class Store:
         got = self._symbols("WHERE f.path = ? AND s.start_line <= ? AND s.end_line >= ?", (path, line, line),
                             " ORDER BY s.end_line - s.start_line, s.start_line DESC, s.id DESC LIMIT 1")
         return got[0] if got else None
+
+    # -- types and macros --
+    def _types(self, where: str, args=()) -> list[TypeDef]:
+        rows = self._q("SELECT t.id, t.name, t.qualified_name, t.kind, t.signature, t.template_params,"
+                       " t.specialization, t.start_line, t.end_line, t.body_start_line, t.fingerprint, t.bases,"
+                       " t.nested, t.decorators, t.anonymous_namespace, t.parse_errors, f.path FROM types t JOIN files f"
+                       f" ON f.id = t.file {where} ORDER BY f.path, t.start_line, t.id", args)
+        fields: dict[int, list[TypeField]] = defaultdict(list)
+        if rows:
+            for tid, name, kind, decl, line, value in self._q(
+                    "SELECT type, name, kind, decl, line, value FROM fields WHERE type IN"
+                    " (SELECT value FROM json_each(?)) ORDER BY id", (json.dumps([r[0] for r in rows]),)):
+                fields[tid].append(TypeField(name, kind, decl, line, value))
+        return [self._typedef(r[1:], r[16], fields.get(r[0], ())) for r in rows]
+
+    def _typedef(self, r, path: str, fields) -> TypeDef:
+        name, qn, kind, sig, tp, spec, sl, el, bl, fp, bases, nested, decos, anon, perr = r[:15]
+        loc = self.location
+        return TypeDef(self.upstream, path, name, qn, kind, sig, tp, spec, sl, el, bl, fp, tuple(fields),
+                       tuple(_json_list(bases, loc)), tuple(_json_list(nested, loc)), tuple(_json_list(decos, loc)),
+                       bool(anon), perr)
+
+    def _macros(self, where: str, args=()) -> list[MacroDef]:
+        return [self._macro(r[:7], r[7]) for r in self._q(
+            "SELECT m.name, m.params, m.body, m.start_line, m.end_line, m.fingerprint, m.id, f.path FROM macros m"
+            f" JOIN files f ON f.id = m.file {where} ORDER BY f.path, m.start_line, m.id", args)]
+
+    def _macro(self, r, path: str) -> MacroDef:
+        name, params, body, sl, el, fp = r[:6]
+        return MacroDef(self.upstream, path, name, None if params is None else tuple(_json_list(params, self.location)),
+                        body, sl, el, fp)
+
+    def types_in(self, path: str) -> list[TypeDef]:
+        return self._types("WHERE f.path = ?", (path,))
+
+    def macros_in(self, path: str) -> list[MacroDef]:
+        return self._macros("WHERE f.path = ?", (path,))
+
+    def types_with_qualified_name(self, name: str) -> list[TypeDef]:
+        return self._types("WHERE t.qualified_name = ?", (name,))
+
+    def types_with_name(self, name: str) -> list[TypeDef]:
+        return self._types("WHERE t.name = ?", (name,))
+
+    def macros_with_name(self, name: str) -> list[MacroDef]:
+        return self._macros("WHERE m.name = ?", (name,))
+
+    def type_qualified_names(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT DISTINCT qualified_name FROM types")]
+
+    def macro_names(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT DISTINCT name FROM macros")]
+
+    def _def_id(self, table: str, name_col: str, key: str) -> int | None:
+        try:
+            up, qname, path, line = split_key(key)
+        except ValueError:
+            return None
+        if up != self.upstream:
+            return None
+        got = self._q(f"SELECT x.id FROM {table} x JOIN files f ON f.id = x.file WHERE f.path = ? AND"
+                      f" x.start_line = ? AND x.{name_col} = ? ORDER BY x.id LIMIT 1", (path, line, qname))
+        return got[0][0] if got else None
+
+    def type_by_key(self, key: str) -> TypeDef | None:
+        tid = self._def_id("types", "qualified_name", key)
+        got = self._types("WHERE t.id = ?", (tid,)) if tid is not None else []
+        return got[0] if got else None
+
+    def macro_by_key(self, key: str) -> MacroDef | None:
+        mid = self._def_id("macros", "name", key)
+        got = self._macros("WHERE m.id = ?", (mid,)) if mid is not None else []
+        return got[0] if got else None
+
+    def _uses(self, where: str, args) -> list[Use]:
+        rows = self._q("SELECT u.targets, u.kind, u.name, u.how, u.line, u.col, s.qualified_name, s.start_line, f.path"
+                       " FROM uses u JOIN symbols s ON s.id = u.user JOIN files f ON f.id = s.file"
+                       f" WHERE {where} ORDER BY u.id", args)
+        if not rows:
+            return []
+        targets: dict[tuple[str, int], list[str]] = defaultdict(list)
+        for table, name_col, kind in (("types", "qualified_name", "type"), ("macros", "name", "macro")):
+            ids = json.dumps(sorted({r[0] for r in rows if r[1] == kind}))
+            for set_id, qname, line, path in self._q(
+                    f"SELECT ts.id, x.{name_col}, x.start_line, f.path FROM target_sets ts JOIN {table} x ON"
+                    " x.id = ts.target JOIN files f ON f.id = x.file WHERE ts.id IN (SELECT value FROM json_each(?))"
+                    " ORDER BY ts.id, ts.pos", (ids,)):
+                targets[(kind, set_id)].append(symbol_key(self.upstream, qname, path, line))
+        up = self.upstream
+        return [Use(symbol_key(up, q, p, sl), kind, name, how, p, line, col, tuple(targets.get((kind, t), ())))
+                for t, kind, name, how, line, col, q, sl, p in rows]
+
+    def uses_by(self, key: str) -> list[Use]:
+        ids = self._ids(key)
+        return self._uses("u.user IN (SELECT value FROM json_each(?))", (json.dumps(ids),)) if ids else []
+
+    def users_of(self, kind: str, key: str) -> list[Use]:
+        table, col = ("types", "qualified_name") if kind == "type" else ("macros", "name")
+        tid = self._def_id(table, col, key)
+        if tid is None:
+            return []
+        return self._uses("u.kind = ? AND u.targets IN (SELECT ts.id FROM target_sets ts WHERE ts.target = ?)",
+                          (kind, tid))
 
     # -- edges and facts --
     def _edges(self, where: str, args) -> list[CallEdge]:
@@ -436,11 +623,13 @@ class Store:
             row = files.get(fid)
             if row is not None:
                 facts[fid].append(MemoryFact(key_of[sid], kind, detail, row[0], line, rule))
+        types, macros, uses, mentions = self._load_types(files, few, resolved, key_of)
         out = {}
         for fid, (path, blob, lang, incs, raw_incs, errs, diags) in files.items():
             fi = FileIndex(up, path, blob, lang, tuple(syms.get(fid, ())), tuple(edges.get(fid, ())),
                            tuple(facts.get(fid, ())), tuple(_json_list(incs if resolved else raw_incs, loc)), errs,
-                           tuple(_json_list(diags, loc)))
+                           tuple(_json_list(diags, loc)), tuple(types.get(fid, ())), tuple(macros.get(fid, ())),
+                           tuple(uses.get(fid, ())))
             if resolved:
                 out[path] = fi
             else:
@@ -448,8 +637,73 @@ class Store:
                 from annotate.index.extract import Extracted
 
                 nargs, recv = extra.get(fid, ([], []))
-                out[path] = Extracted(fi, arity.get(fid, {}), tuple(nargs), tuple(recv))
+                out[path] = Extracted(fi, arity.get(fid, {}), tuple(nargs), tuple(recv), mentions.get(fid, {}))
         return out
+
+    def _load_types(self, files: dict, few: bool, resolved: bool, key_of: dict[int, str]):
+        """Per file id: types (with fields), macros, uses (resolved) or raw mentions (not resolved)."""
+        of = "(SELECT value FROM json_each(?))"
+        fids = json.dumps(list(files))
+        if few:
+            trows = self._q(f"SELECT * FROM types WHERE file IN {of} ORDER BY id", (fids,))
+            frows = self._q(f"SELECT type, name, kind, decl, line, value FROM fields WHERE type IN {of} ORDER BY id",
+                            (json.dumps([r[0] for r in trows]),))
+            mrows = self._q(f"SELECT * FROM macros WHERE file IN {of} ORDER BY id", (fids,))
+            urows = self._q(f"SELECT * FROM uses WHERE file IN {of} ORDER BY id", (fids,)) if resolved else []
+            utrows = self._q(f"SELECT id, target FROM target_sets WHERE id IN {of} ORDER BY id, pos",
+                             (json.dumps(sorted({r[8] for r in urows})),)) if resolved else []
+            nrows = [] if resolved else self._q(f"SELECT symbol, names FROM mentions WHERE symbol IN {of}",
+                                                (json.dumps(list(key_of)),))
+        else:
+            trows = self._q("SELECT * FROM types ORDER BY id")
+            frows = self._q("SELECT type, name, kind, decl, line, value FROM fields ORDER BY id")
+            mrows = self._q("SELECT * FROM macros ORDER BY id")
+            urows = self._q("SELECT * FROM uses ORDER BY id") if resolved else []
+            utrows = self._q("SELECT id, target FROM target_sets ORDER BY id, pos") if resolved else []
+            nrows = [] if resolved else self._q("SELECT symbol, names FROM mentions")
+        paths = self.paths_by_id()
+        fields: dict[int, list[TypeField]] = defaultdict(list)
+        for tid, name, kind, decl, line, value in frows:
+            fields[tid].append(TypeField(name, kind, decl, line, value))
+        types: dict[int, list[TypeDef]] = defaultdict(list)
+        macros: dict[int, list[MacroDef]] = defaultdict(list)
+        tkey: dict[int, str] = {}
+        mkey: dict[int, str] = {}
+        for tid, fid, *r in trows:
+            if fid in files:
+                t = self._typedef(r, files[fid][0], fields.get(tid, ()))
+                types[fid].append(t)
+                tkey[tid] = t.key
+        for mid, fid, *r in mrows:
+            if fid in files:
+                m = self._macro(r, files[fid][0])
+                macros[fid].append(m)
+                mkey[mid] = m.key
+        uses: dict[int, list[Use]] = defaultdict(list)
+        if urows:
+            targets: dict[int, list[int]] = defaultdict(list)
+            for set_id, target in utrows:
+                targets[set_id].append(target)
+            for kind, known, table, col in (("type", tkey, "types", "qualified_name"), ("macro", mkey, "macros", "name")):
+                wanted = {r[8] for r in urows if r[3] == kind}
+                missing = sorted({t for sid in wanted for t in targets.get(sid, ())} - set(known))
+                for xid, qn, line, fid in (self._q(f"SELECT id, {col}, start_line, file FROM {table} WHERE id IN {of}",
+                                                   (json.dumps(missing),)) if missing else []):
+                    known[xid] = symbol_key(self.upstream, qn, paths[fid], line)
+            for uid, fid, user, kind, name, how, line, col, set_id in urows:
+                if fid in files:
+                    known = tkey if kind == "type" else mkey
+                    uses[fid].append(Use(key_of[user], kind, name, how, files[fid][0], line, col,
+                                         tuple(known[t] for t in targets.get(set_id, ()))))
+        mentions: dict[int, dict[str, tuple[str, ...]]] = defaultdict(dict)
+        if nrows:
+            fid_of = {k: split_key(v)[2] for k, v in key_of.items()}
+            by_path = {row[0]: fid for fid, row in files.items()}
+            for sid, names in nrows:
+                key = key_of.get(sid)
+                if key is not None:
+                    mentions[by_path[fid_of[sid]]][key] = tuple(_json_list(names, self.location))
+        return types, macros, uses, mentions
 
     def paths_by_id(self) -> dict[int, str]:
         return {v: k for k, v in self.file_ids().items()}

@@ -17,11 +17,11 @@ import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic
-from annotate.index.model import SOURCE_SUFFIXES, bare_name, split_key
+from annotate.index.model import SOURCE_SUFFIXES, MacroDef, bare_name, split_key
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
 from annotate.notes.policy import Policy, missing_languages
@@ -77,6 +77,14 @@ def _sig_matches(wanted: str, sym) -> bool:
     return compact(wanted) in compact(sym.signature or "")
 
 
+def signature_matches(wanted: str, d, index) -> bool:
+    """Whether an entry's `signature:` picks definition `d`: a piece of a function's or a type's
+    head, or of a macro's whole `#define` (its name and parameters are the same in every `#if`
+    branch; the replacement text tells them apart). Whitespace is ignored."""
+    head = index.text_of(d) if isinstance(d, MacroDef) else d.signature
+    return compact(wanted) in compact(head or "")
+
+
 def check_upstream_path(upstream: str, path: str) -> str | None:
     """Why `path` may not be used as a path inside an upstream, or None if fine."""
     if not path:
@@ -95,18 +103,33 @@ def check_upstream_path(upstream: str, path: str) -> str | None:
 
 # ---- results ---------------------------------------------------------------------------
 
+# The sections of an annotation file that hold entries: (key, the kind of its entries, what its
+# keys are), in the order they are read.
+SECTIONS = (("functions", "function", "qualified names"), ("types", "type", "qualified names"),
+            ("macros", "macro", "macro names"))
+SECTION_NAMES = tuple(s for s, _, _ in SECTIONS)
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """What the check counts for one function entry."""
+    """What the check counts for one entry (a function's, a type's or a macro's)."""
 
     file: str
     name: str
     outcome: str  # OUT_OK | OUT_STALE | OUT_BROKEN | OUT_UNCHECKED
-    note: M.FunctionNote | None = None
+    note: M.FunctionNote | M.TypeNote | M.MacroNote | None = None
+    kind: str = "function"  # "function" | "type" | "macro": the section of the entry
 
 
-# (yaml file, key of the function's entry, current fingerprint, body text) for --refresh
-Refreshable = tuple[Path, str, str, str]
+class Refreshable(NamedTuple):
+    """A fingerprint `--refresh` may write: into which file, at which entry, and the text it
+    stands for (kept in the body store, so a later stale warning can show the diff)."""
+
+    yaml_file: Path
+    key: str  # the entry's key as written (with any `@label`)
+    fingerprint: str  # the definition's fingerprint now
+    text: str  # the definition's text now
+    section: str = "functions"  # or "types", "macros"
 
 
 @dataclass(frozen=True)
@@ -119,7 +142,8 @@ class LoadResult:
 @dataclass
 class Options:
     root: Path | None = None  # annotations root; default config.annotations_dir
-    stale_detail: Callable | None = None  # (note_fields..., sym) -> str | None (diff text)
+    # (upstream, path, name, old fingerprint, definition, its text now, kind=) -> diff text or None
+    stale_detail: Callable | None = None
     check_schema_line: bool = True
     known_harnesses: set[str] | None = None
     only: list[Path] | None = None  # check just these files (course maps are always read)
@@ -345,7 +369,7 @@ def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.Annotation
     if loaded is None:
         got.outcomes.append(Outcome(disp, "(file)", OUT_BROKEN))
         return M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=tuple(diags))
-    head_doc, funcs_raw = _file_head(loaded, disp, diags)
+    head_doc, raw_sections = _file_head(loaded, disp, diags)
     data = loaded.data
     upstream = head_doc.upstream if head_doc else (data.get("upstream") if isinstance(data.get("upstream"), str) else None)
     path = head_doc.path if head_doc else (data.get("path") if isinstance(data.get("path"), str) else None)
@@ -357,17 +381,24 @@ def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.Annotation
     where = _Where(s, loaded, disp, p, upstream, path, source_ok)
     if head_doc is not None:
         diags.extend(_languages(s, head_doc, loaded, disp))
-    notes = _load_entries(where, funcs_raw, unchecked, diags, got)
-    diags.extend(_duplicate_entries(notes, disp))
+    from annotate.notes.typenotes import load_macro, load_type
+
+    loaders = {"functions": _load_function, "types": load_type, "macros": load_macro}
+    entries: dict[str, tuple] = {}
+    for section, kind, _what in SECTIONS:
+        notes = _load_entries(where, raw_sections[section], unchecked, diags, got, section, kind, loaders[section])
+        diags.extend(_duplicate_entries(notes, disp))
+        entries[section] = tuple(notes)
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
     return M.AnnotationFile(file=disp, upstream=upstream, path=path,
                             overview=_text(head_doc.overview) if head_doc else None,
-                            functions=tuple(notes), diagnostics=tuple(diags))
+                            diagnostics=tuple(diags), **entries)
 
 
 def _file_head(loaded: Loaded, disp: str, diags: list[Diagnostic]):
-    """(the validated head or None, the raw `functions:` mapping). The head is validated apart from
-    the functions, which are validated one by one, so one bad entry does not hide the others."""
+    """(the validated head or None, section name -> its raw mapping of entries). The head is
+    validated apart from the entries, which are validated one by one, so one bad entry does not
+    hide the others."""
     from pydantic import ValidationError
 
     from annotate.notes import schema as S
@@ -375,21 +406,24 @@ def _file_head(loaded: Loaded, disp: str, diags: list[Diagnostic]):
     from annotate.notes.validate import diagnostics as vdiags
 
     data = loaded.data
-    head = {k: v for k, v in data.items() if k != "functions"}
+    head = {k: v for k, v in data.items() if k not in SECTION_NAMES}
     head_doc = None
     try:
         head_doc = S.FileDoc.model_validate(head)
     except ValidationError as err:
         diags.extend(vdiags(err, S.FileDoc, loaded, disp))
-    funcs_raw = data.get("functions", {})
-    if funcs_raw is None:
-        funcs_raw = {}
-    if not isinstance(funcs_raw, dict):
-        line, col = _pos(loaded, ("functions",))
-        diags.append(Diagnostic("error", "functions: expected a mapping of qualified names to entries, got "
-                                f"{describe(funcs_raw)}", file=disp, line=line, column=col, code="wrong-type"))
-        funcs_raw = {}
-    return head_doc, funcs_raw
+    sections: dict[str, dict] = {}
+    for section, _kind, what in SECTIONS:
+        raw = data.get(section)
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            line, col = _pos(loaded, (section,))
+            diags.append(Diagnostic("error", f"{section}: expected a mapping of {what} to entries, got "
+                                    f"{describe(raw)}", file=disp, line=line, column=col, code="wrong-type"))
+            raw = {}
+        sections[section] = raw
+    return head_doc, sections
 
 
 def _location_check(s: _Session, p: Path, loaded: Loaded, disp: str, upstream: str, path: str) -> list[Diagnostic]:
@@ -448,16 +482,18 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
                                  ("nearest: " + ", ".join(near)) if len(near) > 1 else None)]
 
 
-def _load_entries(where: "_Where", funcs_raw: dict, unchecked: bool, diags: list[Diagnostic],
-                  got: _Collected) -> list[M.FunctionNote]:
-    """Every function entry of one file, each on its own: an internal error in one is reported
-    at its key and the others are still read."""
-    notes: list[M.FunctionNote] = []
-    for name, raw in funcs_raw.items():
+def _load_entries(where: "_Where", raw: dict, unchecked: bool, diags: list[Diagnostic], got: _Collected,
+                  section: str = "functions", kind: str = "function", loader=None) -> list:
+    """Every entry of one section of one file (`loader` reads one: `_load_function`, or
+    typenotes' `load_type` / `load_macro`), each on its own: an internal error in one is
+    reported at its key and the others are still read."""
+    loader = loader or _load_function
+    notes: list = []
+    for name, entry in raw.items():
         try:
-            res = _load_function(where, name, raw)
+            res = loader(where, name, entry)
         except Exception as exc:
-            line, col = _pos(where.loaded, ("functions", name), key=True)
+            line, col = _pos(where.loaded, (section, name), key=True)
             d = _internal(where.disp, exc)
             res = _Entry(None, [Diagnostic(d.severity, d.message, d.file, line, col, d.code, name, d.detail)],
                          OUT_BROKEN)
@@ -469,24 +505,25 @@ def _load_entries(where: "_Where", funcs_raw: dict, unchecked: bool, diags: list
             notes.append(res.note)
         if res.refresh is not None:
             got.refreshable.append(res.refresh)
-        got.outcomes.append(Outcome(where.disp, name, outcome, res.note))
+        got.outcomes.append(Outcome(where.disp, name, outcome, res.note, kind))
     return notes
 
 
-def _duplicate_entries(notes: list[M.FunctionNote], disp: str) -> list[Diagnostic]:
-    """Two entries of one file that resolved to the same definition."""
+def _duplicate_entries(notes: list, disp: str) -> list[Diagnostic]:
+    """Two entries of one section of a file that resolved to the same definition."""
     out = []
-    seen: dict[str, M.FunctionNote] = {}
-    for fn in notes:
-        if fn.symbol is None:
+    seen: dict[str, Any] = {}
+    for n in notes:
+        d = n.definition
+        if d is None:
             continue
-        first = seen.setdefault(fn.symbol.key, fn)
-        if first is not fn:
-            src = fn.source
+        first = seen.setdefault(d.key, n)
+        if first is not n:
+            src = n.source
             out.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
-                                  f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
+                                  f"{first.source.line if first.source else '?'} ({d.path}:{d.start_line})",
                                   file=disp, line=src.line if src else None, column=src.column if src else None,
-                                  code="duplicate-entry", symbol=fn.qualified_name,
+                                  code="duplicate-entry", symbol=n.qualified_name,
                                   detail="merge the two entries, or give each a `signature:` that picks a different definition"))
     return out
 
@@ -520,9 +557,9 @@ class _Entry:
 class _Reporter:
     """Diagnostics of one entry, located at its key unless a sub-path is given."""
 
-    def __init__(self, where: _Where, name: str):
+    def __init__(self, where: _Where, name: str, section: str = "functions"):
         self.where, self.name = where, name
-        self.fpath = ("functions", name)
+        self.fpath = (section, name)
         self.kline, self.kcol = _pos(where.loaded, self.fpath, key=True)
         self.diags: list[Diagnostic] = []
 
@@ -690,12 +727,15 @@ def _check_harness_and_todos(where: _Where, doc, diag: _Reporter) -> None:
             diag("warning", f"{fld} still holds the placeholder from `annotate new`", "todo", at=(fld,))
 
 
-def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body: str, diag: _Reporter):
-    """(status, what --refresh would write or None): the fingerprint against the body now."""
+def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body: str, diag: _Reporter,
+                        section: str = "functions", kind: str = "function"):
+    """(status, what --refresh would write or None): the fingerprint against the body (a type's
+    or a macro's definition) now."""
     current = sym.fingerprint
-    refresh = (where.yaml_file, entry_key, current, body)
+    refresh = Refreshable(where.yaml_file, entry_key, current, body, section)
+    what = "body" if kind == "function" else "definition"
     if not doc.fingerprint:
-        diag("warning", f"{name} has no fingerprint; run `annotate check --refresh` to record the body you annotated",
+        diag("warning", f"{name} has no fingerprint; run `annotate check --refresh` to record the {what} you annotated",
              "no-fingerprint", key=True)
         return M.UNFINGERPRINTED, refresh
     if doc.fingerprint == current:
@@ -704,7 +744,7 @@ def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body
     explain = where.s.opts.stale_detail
     if explain is not None:
         try:
-            detail = explain(where.upstream, where.path, name, doc.fingerprint, sym, body)
+            detail = explain(where.upstream, where.path, name, doc.fingerprint, sym, body, kind=kind)
         except Exception as exc:  # the diff is a help; its failure must not hide the warning
             detail = f"(could not compute the diff: {type(exc).__name__}: {exc})"
     diag("warning", f"{name} changed since it was annotated (fingerprint {doc.fingerprint}, now {current}); "
@@ -843,7 +883,8 @@ def _first_of_each_id(courses: list[M.Course]) -> list[M.Course]:
 
 
 def _ref_problem(s: _Session, ref: str) -> str | None:
-    """Why a course ref ("upstream:path" or "upstream:qualified_name") does not resolve."""
+    """Why a course ref ("upstream:path", or "upstream:qualified_name" of a function, a type or
+    a macro) does not resolve."""
     if ":" not in ref or ref.startswith(":"):
         return f"ref '{ref}' must be 'upstream:path' or 'upstream:qualified_name'"
     up, rest = ref.split(":", 1)
@@ -853,21 +894,23 @@ def _ref_problem(s: _Session, ref: str) -> str | None:
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-    if s.index.has_file(up, rest) or s.index.find(rest, up):
+    if s.index.has_file(up, rest) or s.index.find(rest, up) or s.index.find_type(rest, up) \
+            or s.index.find_macro(rest, up):
         return None
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         near = difflib.get_close_matches(rest, s.index.paths(up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
-    return f"ref '{ref}': no function '{rest}' in {up}"
+    return f"ref '{ref}': no function, type or macro '{rest}' in {up}"
 
 
 def _cross_checks(files: list[M.AnnotationFile], courses: list[M.Course]) -> list[Diagnostic]:
-    """Course tags on functions that name no known course or step (only once courses exist)."""
+    """Course tags on functions, types and macros that name no known course or step (only once
+    courses exist)."""
     if not courses:
         return []
     known = {c.id for c in courses} | {s.id for c in courses for s in c.steps}
     out = []
-    for fn in (fn for f in files for fn in f.functions):
+    for fn in (fn for f in files for fn in (*f.functions, *f.types, *f.macros)):
         for tag in fn.course:
             if tag not in known:
                 src = fn.source

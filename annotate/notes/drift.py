@@ -1,7 +1,8 @@
 """`annotate check --against REF`: what happens to the annotations at another version.
 
 The annotations are resolved at the indexed version (A, normally the pin) and at the other
-version (B: a git ref of a local mirror, or a directory tree). Per function:
+version (B: a git ref of a local mirror, or a directory tree). Per annotated function, type or
+macro (a "body" below is a type's or macro's definition):
   unchanged  same body, same lines
   moved      same body (fingerprint), other lines: nothing to do, notes follow (anchors are text)
   changed    the body differs: stale at B, with a diff A → B
@@ -23,7 +24,7 @@ from annotate.errors import Diagnostic
 from annotate.index.model import SOURCE_SUFFIXES, bare_name
 from annotate.notes import api
 from annotate.notes.anchors import find_anchor
-from annotate.notes.history import GitRepo, git_dir_for, short_diff
+from annotate.notes.history import GitRepo, all_definitions, definitions_in, git_dir_for, short_diff
 
 SIMILAR = 0.6
 MIN_SIMILAR_LINES = 4  # shorter bodies look alike too easily to suggest a rename
@@ -44,10 +45,12 @@ class DriftEntry:
     diff: str | None = None
     anchors: list[tuple[str, int | None, int | None, int]] = field(default_factory=list)  # at, old, new, matches
     target: str = ""  # "v0.6.17 (a0a6b019b9b2)" or a directory
+    what: str = "function"  # what the note is on: "function" | "type" | "macro"
+    lost_fields: list[str] = field(default_factory=list)  # a type note's `fields:` with no member at the target
 
     def to_json(self) -> dict:
-        return {"file": self.file, "name": self.name, "upstream": self.upstream, "path": self.path,
-                "kind": self.kind, "target": self.target,
+        return {"file": self.file, "name": self.name, "what": self.what, "upstream": self.upstream,
+                "path": self.path, "kind": self.kind, "target": self.target, "lost_fields": list(self.lost_fields),
                 "old_lines": list(self.old_lines) if self.old_lines else None,
                 "new_lines": list(self.new_lines) if self.new_lines else None,
                 "new_path": self.new_path,
@@ -67,10 +70,10 @@ def _search_roots(config: Config, upstream: str) -> list[str]:
 
 
 def _missing(idx, upstream, notes) -> list[str]:
-    """Bare names of the notes whose function is not in its own file in `idx`."""
+    """Bare names of the notes whose function (type, macro) is not in its own file in `idx`."""
     out = set()
     for n in notes:
-        names = {s.qualified_name for s in idx.symbols_in(upstream, n.path)}
+        names = {s.qualified_name for s in definitions_in(idx, upstream, n.path, n.kind)}
         if n.qualified_name not in names:
             out.add(bare_name(n.qualified_name))
     return sorted(out)
@@ -169,17 +172,19 @@ def run_drift(config: Config, report, index, *, ref: str | None, tree: str | Non
 
 
 def drift_one(index, other, n) -> DriftEntry:
+    """Where note `n` (a FunctionNote, TypeNote or MacroNote) lands in `other`."""
     src = n.source
-    e = DriftEntry(file=src.file if src else "", name=n.qualified_name, upstream=n.upstream, path=n.path, kind="")
-    a = n.symbol
+    kind = n.kind
+    e = DriftEntry(file=src.file if src else "", name=n.qualified_name, upstream=n.upstream, path=n.path, kind="",
+                   what=kind)
+    a = n.definition
     a_body = index.text_of(a) if a is not None else None
     if a is not None:
         e.old_lines = (a.start_line, a.end_line)
     want_fp = n.fingerprint or (a.fingerprint if a is not None else None)
-    same = [s for s in other.symbols_in(n.upstream, n.path)
-            if s.qualified_name == n.qualified_name]
+    same = [s for s in definitions_in(other, n.upstream, n.path, kind) if s.qualified_name == n.qualified_name]
     if n.signature and len(same) > 1:
-        same = [s for s in same if api._sig_matches(n.signature, s)] or same
+        same = [s for s in same if api.signature_matches(n.signature, s, other)] or same
     if len(same) > 1 and a is not None:
         # pick the one most like A's (same signature first, then body similarity)
         by_sig = [s for s in same if s.signature == a.signature]
@@ -202,10 +207,12 @@ def drift_one(index, other, n) -> DriftEntry:
         for note in n.notes:
             hits = find_anchor(b_body, note.at)
             e.anchors.append((note.at, note.line, b.start_line + hits[0][0] if len(hits) == 1 else None, len(hits)))
+        if kind == "type":
+            e.lost_fields = _lost_fields(n, b)
         return e
     # not in its file under that name: the same body anywhere (renamed, or moved to another
     # file), then the same name in another file, then a similar body
-    pool = [s for s in other.all_symbols() if s.upstream == n.upstream]
+    pool = all_definitions(other, n.upstream, kind)
     exact = [s for s in pool if want_fp and s.fingerprint == want_fp]
     if exact:
         moved = [s for s in exact if s.qualified_name == n.qualified_name]
@@ -219,7 +226,7 @@ def drift_one(index, other, n) -> DriftEntry:
         return e
     elsewhere = [s for s in pool if s.qualified_name == n.qualified_name and s.path != n.path]
     if n.signature:
-        elsewhere = [s for s in elsewhere if api._sig_matches(n.signature, s)]
+        elsewhere = [s for s in elsewhere if api.signature_matches(n.signature, s, other)]
     if elsewhere:
         e.kind = "moved-file"
         e.new_path = elsewhere[0].path
@@ -230,8 +237,8 @@ def drift_one(index, other, n) -> DriftEntry:
         scored = []
         a_norm = _norm_body(a_body, a.name if a else "")
         for s in pool:
-            if a is not None and s.kind != a.kind:
-                continue
+            if a is not None and getattr(s, "kind", None) != getattr(a, "kind", None):
+                continue  # (a kernel is not renamed into a host function, a struct into an enum)
             t = other.text_of(s)
             sm = difflib.SequenceMatcher(None, a_norm, _norm_body(t, s.name), autojunk=False)
             if sm.real_quick_ratio() < SIMILAR or sm.quick_ratio() < SIMILAR:
@@ -246,6 +253,13 @@ def drift_one(index, other, n) -> DriftEntry:
             return e
     e.kind = "removed"
     return e
+
+
+def _lost_fields(n, b) -> list[str]:
+    """The `fields:` keys of a type note that name no member of the type at the target (notes on
+    methods are not looked for: a method is a function, with drift of its own)."""
+    members = {f.name for f in b.fields}
+    return [f.name for f in n.fields if f.name not in members and f.kind != "method"]
 
 
 def _norm_body(text: str, name: str) -> str:
@@ -269,10 +283,12 @@ def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
     if e.kind == "moved":
         sev = "warning" if lost else "info"
         lost_txt = "\n".join(f"anchor {a!r}: {c} matches at the target (re-anchor it)" for a, _o, _n, c in lost)
+        same = "same body" if e.what == "function" else "same definition"
         return Diagnostic(sev, f"at {e.target}: {e.name} moved, lines {span(e.old_lines)} → {span(e.new_lines)} "
-                          "(same body; notes follow it)", code="drift-moved", detail=lost_txt or None, **loc)
+                          f"({same}; notes follow it)", code="drift-moved", detail=lost_txt or None, **loc)
     if e.kind == "changed":
-        detail = "\n".join(x for x in (e.diff, anchor_txt) if x) or None
+        fields_txt = "\n".join(f"fields.{f}: no such member at the target" for f in e.lost_fields)
+        detail = "\n".join(x for x in (e.diff, anchor_txt, fields_txt) if x) or None
         return Diagnostic("warning", f"at {e.target}: {e.name} changed (lines {span(e.old_lines)} → "
                           f"{span(e.new_lines)}); its notes would be stale", code="drift-changed", detail=detail, **loc)
     if e.kind == "moved-file":
@@ -292,9 +308,13 @@ def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
 
 def format_drift(entries: list[DriftEntry]) -> str:
     counts: dict[str, int] = {}
+    whats: dict[str, int] = {}
     for e in entries:
         counts[e.kind] = counts.get(e.kind, 0) + 1
+        whats[e.what] = whats.get(e.what, 0) + 1
     targets = sorted({e.target for e in entries})
     order = ["unchanged", "moved", "changed", "renamed", "moved-file", "ambiguous", "removed"]
     parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
-    return f"drift to {', '.join(targets)}: {len(entries)} functions: " + ", ".join(parts)
+    noted = ", ".join(f"{whats[w]} {w}{'s' if whats[w] != 1 else ''}" for w in ("function", "type", "macro")
+                      if whats.get(w) or (w == "function" and not whats))
+    return f"drift to {', '.join(targets)}: {noted}: " + ", ".join(parts)

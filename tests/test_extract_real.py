@@ -1,0 +1,166 @@
+"""`annotate extract` on the real pins: the copied text is upstream's, line for line, for every
+catalog kernel; rmsnorm and decode_kernel extract to folders whose SASS is identical to the
+pinned build's on sm_90; an edited copy shows its SASS difference and a broken one its error
+in the learner's file (`annotate run --source --compile-only`)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from annotate.harness.spec import kernel_names, load_spec
+
+PROVENANCE = re.compile(r"^// (\S+):(\d+)(?:-(\d+)) @ ([0-9a-f]{8})$")
+
+
+def _index(real_config, upstream):
+    from annotate.index.api import load_index
+
+    return load_index(real_config, [upstream])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["decode_kernel", "prefill_kernel", "flash_fwd", "rmsnorm", "silu_and_mul",
+                                    "merge_state"])
+def test_every_piece_is_upstreams_text_at_the_lines_it_names(real_config, pinned, kernel):
+    from annotate.extract.api import kernel_text, make_plan
+
+    spec = load_spec(real_config, kernel)
+    root = pinned(spec.upstream)
+    assert kernel in kernel_names(real_config)
+    plan = make_plan(real_config, spec, _index(real_config, spec.upstream))
+    text = kernel_text(plan, plan.reach.by_name)
+    lines = text.splitlines()
+    checked = 0
+    for k, line in enumerate(lines):
+        m = PROVENANCE.match(line)
+        if not m:
+            continue
+        rel, lo, hi = m.group(1), int(m.group(2)), int(m.group(3) or m.group(2))
+        assert plan.commit.startswith(m.group(4))
+        upstream = (root / rel).read_text(encoding="utf-8").splitlines()[lo - 1:hi]
+        j = k + 1
+        while not lines[j].strip() == upstream[0].strip():  # a summary line may sit in between
+            j += 1
+            assert j < k + 8, f"{rel}:{lo}: the piece does not follow its provenance line"
+        copied = lines[j:j + len(upstream)]
+        # the same text, except a guard's #endif inside a piece (an empty line in the copy)
+        assert [a for a, b in zip(copied, upstream) if a != b and b.strip() != "#endif"] == [], f"{rel}:{lo}-{hi}"
+        checked += 1
+    assert checked > 20
+    assert plan.closure.lines > sum(p.last_line - p.first_line + 1 for p in plan.closure.pieces
+                                    if p.index in plan.reach.by_name)
+
+
+def _extract(real_config, tmp_path_factory, kernel):
+    import shutil as sh
+
+    if sh.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    from annotate.extract.api import extract
+    from annotate.project import open_project
+
+    spec = load_spec(real_config, kernel)
+    project = open_project(real_config, upstreams=[spec.upstream])
+    into = tmp_path_factory.mktemp(kernel) / "copy"
+    report = extract(real_config, spec, into, index=project.index, annotations=project.annotations,
+                     arches=("90",))
+    return spec, report
+
+
+@pytest.fixture(scope="module")
+def decode_copy(real_config, pinned, tmp_path_factory):
+    pinned("flashinfer")
+    return _extract(real_config, tmp_path_factory, "decode_kernel")
+
+
+@pytest.mark.slow
+@pytest.mark.nvcc
+def test_rmsnorm_extracts_to_identical_sass(real_config, pinned, tmp_path_factory):
+    pinned("flashinfer")
+    spec, report = _extract(real_config, tmp_path_factory, "rmsnorm")
+    _check_report(spec, report)
+
+
+@pytest.mark.slow
+@pytest.mark.nvcc
+def test_decode_extracts_to_identical_sass(decode_copy):
+    spec, report = decode_copy
+    _check_report(spec, report)
+    text = (_folder(report) / "kernel.cu").read_text()
+    assert "SingleDecodeWithKVCacheKernel" in text and "BatchDecodeWithPagedKVCacheKernelMLA" not in text
+
+
+def _folder(report):
+    from pathlib import Path
+
+    return Path(report.folder)
+
+
+def _check_report(spec, report):
+    (b,) = report.builds
+    assert b.arch == "90" and b.identical and report.identical
+    assert len(b.kernels) >= 2 and all(k.identical for k in b.kernels)
+    assert {r.mangled for r in b.pinned} == {r.mangled for r in b.source}
+    assert [(r.registers, r.smem_static, r.spill_stores) for r in b.pinned] == \
+        [(r.registers, r.smem_static, r.spill_stores) for r in b.source]
+    assert 0 < report.extracted_lines < report.closure_lines
+    assert report.fallback is None
+    folder = _folder(report)
+    names = {p.name for p in folder.iterdir()}
+    assert {"kernel.cu", "spec.yaml", "reference.py", "README.md", spec.binding, *spec.sources,
+            "annotate_launcher.h", "annotate_binding.h", ".annotate-extract.json"} <= names
+    readme = (folder / "README.md").read_text()
+    assert report.commit in readme and "sm_90: identical" in readme and "完全一致" in readme
+    from annotate.harness.spec import load_spec_dir
+
+    copy = load_spec_dir(folder)
+    assert copy.name == spec.name and all(not i.path.startswith("include") for i in copy.includes)
+
+
+@pytest.mark.slow
+@pytest.mark.nvcc
+def test_an_edited_copy_shows_its_sass_difference(real_config, decode_copy, tmp_path, capsys):
+    from annotate.cli import main
+    from annotate.harness.sidebyside import compare_builds, load_source_spec
+
+    spec, report = decode_copy
+    edited = tmp_path / "edited"
+    shutil.copytree(_folder(report), edited)
+    kernel = edited / "kernel.cu"
+    text = kernel.read_text()
+    # the single-request kernel waits for all but its newest cp.async groups: make it wait for all
+    old = "cp_async::wait_group<2 * num_stages_smem - 1>();"
+    assert old in text
+    kernel.write_text(text.replace(old, "cp_async::wait_group<0>();", 1))
+    cmp = compare_builds(real_config, spec, load_source_spec(spec.name, edited), "90")
+    changed = [k for k in cmp.kernels if not k.identical]
+    assert changed and len(changed) < len(cmp.kernels)
+    assert all("SingleDecodeWithKVCacheKernel" in k.name for k in changed)
+    assert any(k.mix for k in changed) or any(k.first_difference for k in changed)
+    # the same through the command line
+    assert main(["run", spec.name, "--source", str(edited), "--compile-only"]) == 0
+    out = capsys.readouterr().out
+    assert "SASS differs" in out and f"{len(cmp.kernels) - len(changed)} of {len(cmp.kernels)} kernels" in out
+
+
+@pytest.mark.slow
+@pytest.mark.nvcc
+def test_a_broken_copy_shows_nvccs_error_in_the_learners_file(real_config, decode_copy, tmp_path):
+    from annotate.errors import AnnotateError
+    from annotate.harness.sidebyside import compare_builds, load_source_spec
+
+    spec, report = decode_copy
+    broken = tmp_path / "broken"
+    shutil.copytree(_folder(report), broken)
+    kernel = broken / "kernel.cu"
+    lines = kernel.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if "SingleDecodeWithKVCacheKernel(" in ln)
+    lines.insert(at + 1, "  this is not C++;")
+    kernel.write_text("\n".join(lines) + "\n")
+    with pytest.raises(AnnotateError) as e:
+        compare_builds(real_config, spec, load_source_spec(spec.name, broken), "90")
+    assert f"{broken}/kernel.cu({at + 2}): error" in e.value.message
+    assert str(real_config.builds_dir()) not in e.value.message
