@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 SITE_VERSION = "1"
 DEFAULT_OUT = "_site"  # relative to the current directory (documented in docs/site.md)
 PARALLEL_THRESHOLD = 8  # fewer pages than this are rendered in-process
-SEARCH_CACHE = "search"  # <site cache>/search/<index key>.json: the index's part of the search index
+SEARCH_CACHE = "search"  # <site cache>/search/<key>.json: the index's part of the search index
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,8 @@ def _search_base(ctx: SiteContext, config: Config, ikey: str, make: bool = True)
     from annotate.atomic import write_atomic
     from site_builder import site_pages
 
-    path = config.site_cache_dir() / SEARCH_CACHE / f"{ikey}.json"
+    folder = config.site_cache_dir() / SEARCH_CACHE
+    path = folder / f"{_digest(ikey + code_key())}.json"  # the index, and the code naming pages and anchors
     try:
         got = site_pages.checked_search_base(json.loads(path.read_bytes()))
     except (OSError, ValueError):
@@ -215,6 +216,9 @@ def _search_base(ctx: SiteContext, config: Config, ikey: str, make: bool = True)
     got = site_pages.search_base(ctx)
     try:
         write_atomic(path, json.dumps(got, ensure_ascii=False, separators=(",", ":")))
+        for old in folder.glob("*.json"):  # one index at a time: the others' go
+            if old != path:
+                old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache only costs speed
     return got
