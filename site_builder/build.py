@@ -165,10 +165,10 @@ def _assets() -> dict[str, bytes]:
 
 def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, keys: dict, files: dict,
                  config: Config) -> None:
-    """The home page, course pages, runs pages, search index and assets into `files` (their keys
-    into `keys`). Models are cheap, rendering less so: each page is rendered only when the repr
-    of its model (its key) changed. `line_counts` is complete only once the source pages are
-    rendered: the home page, which shows them, comes last."""
+    """The course pages, runs pages, search index and assets into `files` (their keys into
+    `keys`), then, when resumed once the source pages are rendered (a generator: `line_counts`
+    is complete only then), the home page, which shows them. Models are cheap, rendering less
+    so: each page is rendered only when the repr of its model (its key) changed."""
     from site_builder import render, run_views, site_pages
 
     def other(page: str, model_key: str, make) -> None:
@@ -274,35 +274,35 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     from site_builder.context import lazy_site_context
 
     config = project.config
-    project.index
-    clock.lap("index")
-    annotations = project.annotations
+    annotations = project.annotations  # opens the index (reading no file of it)
     clock.lap("annotations")
     ctx = lazy_site_context(project)
     state = notes_state(ctx, annotations)
     if state.global_digest != previous.notes.global_digest:
         return None
     clock.lap("context")
-    changed: set[str] = set()
+    changed: set[str] = set()  # the source pages of files whose content changed, then and now
     for f in set(state.pages) | set(previous.notes.pages):
         now, before = state.pages.get(f), previous.notes.pages.get(f)
         if now is None or before is None or now[0] != before[0]:
-            changed.update((now or ("", ()))[1], (before or ("", ()))[1])
+            for got in (now, before):
+                changed.update(got[1] if got is not None else ())
     ikey, tkey = index_key(ctx), _tkey()
     keys = dict(previous.pages)
-    files: dict[str, str | bytes] = {}
-    rendered = src_bytes = 0
     pages_of = {names.source_page(u, p): (u, p) for (u, p) in ctx.rendered}
-    by_page = {pg: pages_of[pg] for pg in changed if pg in pages_of}
-    job = _SourceJob(ctx, config.site_cache_dir() / "tokens", tkey, ikey, frozenset())
-    for page, (up, path) in sorted(by_page.items()):
-        keys[page] = source_page_key(ctx, tkey, ikey, up, path)
+    todo = []
+    for page in sorted(pg for pg in changed if pg in pages_of):
+        keys[page] = source_page_key(ctx, tkey, ikey, *pages_of[page])
         if keys[page] != previous.pages.get(page):
-            clock.lap("keys")
-            _, html, _n, _key, nbytes = render_source_page((up, path), job)
-            files[page] = html
-            rendered += 1
-            src_bytes += nbytes
+            todo.append(pages_of[page])
+    clock.lap("keys")
+    files: dict[str, str | bytes] = {}
+    src_bytes = 0
+    job = _SourceJob(ctx, config.site_cache_dir() / "tokens", tkey, ikey, frozenset())
+    for item in todo:
+        page, html, _n, _key, nbytes = render_source_page(item, job)
+        files[page] = html
+        src_bytes += nbytes
     clock.lap("render sources")
     search_key = _page_key(render.templates_key(names.SEARCH_INDEX) + code_key(), ikey + site_pages.search_digest(ctx), "")
     if search_key != previous.pages.get(names.SEARCH_INDEX):
@@ -317,7 +317,7 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     stats = write_outputs(out, files, lambda: manifest, previous)
     clock.lap("write")
     n_src = sum(1 for p in keys if names.is_source_page(p))
-    return BuildReport(out, False, n_src, rendered, src_bytes, stats, time.perf_counter() - t0, tuple(clock.laps),
+    return BuildReport(out, False, n_src, len(todo), src_bytes, stats, time.perf_counter() - t0, tuple(clock.laps),
                        len(annotations.errors), notes_only=True)
 
 
