@@ -187,6 +187,9 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
     for kr in ctx.runs:
         rp = run_views.runs_page(ctx, kr)
         other(rp.page, _digest(repr(rp)), lambda rp=rp: render.render_runs(rp))
+    for td in ctx.traces:  # a page per traced entry point, keyed by its model like the runs pages
+        tp = site_pages.trace_page(ctx, td)
+        other(tp.page, _digest(repr(tp)), lambda tp=tp: render.render_trace(tp))
     error = site_pages.error_page()
     other(error.page, _digest(repr(error)), lambda: render.render_error(error))
     ikey = index_key(ctx)
@@ -271,12 +274,12 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     were and as they are) and the search index, with a context that asks the index about those
     files only. None when that does not hold (the caller builds the usual way)."""
     from site_builder import render, site_pages
-    from site_builder.context import lazy_site_context
+    from site_builder.context import site_context
 
     config = project.config
     annotations = project.annotations  # opens the index (reading no file of it)
     clock.lap("annotations")
-    ctx = lazy_site_context(project)
+    ctx = site_context(project, lazy=True)
     state = notes_state(ctx, annotations)
     if state.global_digest != previous.notes.global_digest:
         return None

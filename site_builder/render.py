@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 from pathlib import Path
 
 from site_builder import i18n, names
-from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, StepPage, msg
+from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, StepPage, TracePage, msg
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 ASSETS_SRC = Path(__file__).parent / "assets"
@@ -124,17 +124,17 @@ class _CodeMarkup:
         self.token = {c: _holes(mod.token(c, h0), 1)[0] for c in TOKEN_CLASSES.values()}
         self.link = _holes(mod.link(h0, h1), 2)
         fields = ("css", "kind", "detail", "abbr")
-        self.mark = _holes(mod.mark(types.SimpleNamespace(**dict(zip(fields, _HOLES)))), 4)
+        plain = types.SimpleNamespace(**dict(zip(fields, _HOLES)), body=None, check=None, bar=0)
+        self.mark = _holes(mod.mark(plain), 4)  # a plain marker: no panel, no check
         self.mark_fields = fields
-        self.marks: dict = {}
+        self.module = mod
 
     def draw_mark(self, x) -> str:
-        got = self.marks.get(x)
-        if got is None:
-            lits, order = self.mark
-            values = [str(escape(getattr(x, self.mark_fields[i]))) for i in order]
-            got = self.marks[x] = lits[0] + "".join(v + lit for v, lit in zip(values, lits[1:]))
-        return got
+        if x.body or x.check:  # a button with its panel, a marker with the compiler's check: the macro
+            return str(self.module.mark(x))
+        lits, order = self.mark
+        values = [str(escape(getattr(x, self.mark_fields[i]))) for i in order]
+        return lits[0] + "".join(v + lit for v, lit in zip(values, lits[1:]))
 
 
 @lru_cache(maxsize=1)
@@ -201,6 +201,10 @@ def render_runs(page: RunsPage) -> str:
     return environment().get_template("runs.html.jinja2").render(page=page)
 
 
+def render_trace(page: TracePage) -> str:
+    return environment().get_template("trace.html.jinja2").render(page=page)
+
+
 def render_search_index(data: dict) -> str:
     """The search index as a script assigning a global: loadable from file:// (no fetch())."""
     return "window.ANNOTATE_SEARCH=" + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n"
@@ -220,7 +224,8 @@ COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
 PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2", "code.html.jinja2"),
                   names.COURSES_DIR: ("course.html.jinja2", "step.html.jinja2"),
                   names.INDEX_PAGE: ("index.html.jinja2",),
-                  names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",)}
+                  names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",),
+                  names.TRACES_DIR: ("trace.html.jinja2",)}
 
 
 def templates_key(page: str) -> str:
