@@ -14,12 +14,13 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-from annotate.harness.compiled import CompiledView, LineSass
-from annotate.harness.profile import ProfileLine
-from annotate.harness.sass import SassFunction
-from annotate.harness.sassfacts import CONFIRMED, NEARBY, NO_CODE, NOT_CONFIRMED, FactCheck
+if TYPE_CHECKING:  # the records' modules are imported when a build reads them, not by a no-op build
+    from annotate.harness.compiled import CompiledView, LineSass
+    from annotate.harness.profile import ProfileLine
+    from annotate.harness.sass import SassFunction
+    from annotate.harness.sassfacts import FactCheck
 
 FileKey = tuple[str, str]  # (upstream, path)
 
@@ -164,6 +165,8 @@ def compiled_site(views: Iterable[CompiledView], shown: Iterable[FileKey],
     """Join the views with the files the site shows. `spec_keys`: harness -> the spec's
     qualified name -> the Symbol.keys it resolved to (SiteContext.run_symbols), for the
     per-definition instantiations."""
+    from annotate.harness.compiled import LineSass
+
     views = {v.kernel: v for v in views}
     shown = set(shown)
     sass: dict[FileKey, dict[int, list[LineEntry]]] = {}
@@ -219,14 +222,17 @@ def compiled_site(views: Iterable[CompiledView], shown: Iterable[FileKey],
 
 
 # ---- a fact, as the compiler saw it over every record --------------------------------------------------
-# The order in which statuses win when one fact was checked in several records (two archs, two
-# kernels sharing a helper): code that confirms it anywhere confirms it.
-STATUS_ORDER = (CONFIRMED, NEARBY, NOT_CONFIRMED, NO_CODE)
+def status_order() -> tuple[str, ...]:
+    """The order in which statuses win when one fact was checked in several records (two archs,
+    two kernels sharing a helper): code that confirms it anywhere confirms it."""
+    from annotate.harness.sassfacts import CONFIRMED, NEARBY, NO_CODE, NOT_CONFIRMED
+
+    return (CONFIRMED, NEARBY, NOT_CONFIRMED, NO_CODE)
 
 
 @dataclass(frozen=True)
 class FactVerdict:
-    status: str  # one of STATUS_ORDER
+    status: str  # one of status_order()
     opcodes: dict  # confirming opcodes (confirmed, nearby) or what the span compiled to (not-confirmed)
     records: tuple[str, ...]  # "decode_kernel.sm90", the records that say so
     near_line: int | None = None
@@ -235,11 +241,14 @@ class FactVerdict:
 def fact_verdict(checks: Iterable[tuple[str, FactCheck]]) -> FactVerdict | None:
     """The best-supported status of one fact over the reports that checked it; None when none
     measured it (not compiled into a catalog kernel, or a kind with no SASS signature)."""
+    from annotate.harness.sassfacts import NOT_CONFIRMED
+
+    order = status_order()
     by_status: dict[str, list[FactCheck]] = {}
     for _kernel, f in checks:
-        if f.status in STATUS_ORDER:
+        if f.status in order:
             by_status.setdefault(f.status, []).append(f)
-    for status in STATUS_ORDER:
+    for status in order:
         fs = by_status.get(status)
         if not fs:
             continue
