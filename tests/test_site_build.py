@@ -116,6 +116,7 @@ def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
 
 NORM_YAML = f"{UP}/{NORM}.yaml"
 COURSE_YAML = "courses/demo-course.yaml"
+DECODE_YAML = f"{UP}/{DECODE}.yaml"
 NEW_ENTRY = """  demo::RMSNorm:
     summary: The launcher.
 """
@@ -128,6 +129,10 @@ NOTE_EDITS = {
     "a new note": (NORM_YAML, "functions:\n", "functions:\n" + NEW_ENTRY, False),
     "a broken anchor": (NORM_YAML, '"sum_sq += math::shfl_xor_sync"', '"no such code"', False),
     "a course title": (COURSE_YAML, "title: {en: Demo course", "title: {en: Demo course, edited", False),
+    "a type's summary": (DECODE_YAML, "What one `ParamsKernel` launch", "What each `ParamsKernel` launch", True),
+    "a macro's expansion": (DECODE_YAML, "the body is compiled twice.", "the body is compiled two times.", True),
+    "a type made stale": (DECODE_YAML, "fingerprint: 093e37447081204b", "fingerprint: 0000000000000000", False),
+    "a macro note renamed": (DECODE_YAML, "  DEMO_SWITCH:\n", "  DEMO_NO_SUCH_MACRO:\n", False),
 }
 
 
@@ -160,6 +165,34 @@ def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monke
         if rel != names.MANIFEST:
             assert (out / rel).read_bytes() == (fresh / rel).read_bytes(), rel
     assert _build(demo_repo, out).noop
+
+
+def test_the_notes_global_facts_hold_which_types_and_macros_are_annotated(demo_repo, tmp_path):
+    """Pages beyond an annotation file's link to its type and macro notes (the uses panels), so
+    the global facts change when such a note comes, goes or changes state, and not when its text
+    does (that shows on its own page alone)."""
+    from annotate.notes.api import load_annotations
+    from annotate.project import open_project
+    from site_builder.build import notes_global
+    from site_builder.context import site_context
+    from site_support import demo_index
+
+    def digest(old: str = "", new: str = "") -> str:
+        f = demo_repo.annotations_dir / DECODE_YAML
+        f.write_text((ANNOTATIONS / DECODE_YAML).read_text().replace(old, new, 1))
+        index = demo_index()
+        aset = load_annotations(demo_repo, index)
+        project = open_project(demo_repo, index=index, annotations=aset, pins={UP: demo_upstream()})
+        return notes_global(site_context(project), aset)
+
+    base = digest()
+    text = (ANNOTATIONS / DECODE_YAML).read_text()
+    types, macros = text.index("\ntypes:\n"), text.index("\nmacros:\n")
+    assert digest("What one `ParamsKernel` launch", "What each `ParamsKernel` launch") == base
+    assert digest("the body is compiled twice.", "the body is compiled two times.") == base
+    assert digest(text[types:macros], "\n") != base  # the type note gone
+    assert digest(text[macros:], "\n") != base  # the macro note gone
+    assert digest("fingerprint: 093e37447081204b", "fingerprint: 0000000000000000") != base  # the type stale
 
 
 def test_an_editors_files_beside_the_notes_are_no_input(demo_repo, tmp_path):
