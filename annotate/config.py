@@ -7,7 +7,6 @@ function that makes it.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +88,8 @@ def _setting_error(where: str, message: str):
 
 
 def _read_config_file(path: Path) -> dict:
+    import tomllib
+
     from annotate.errors import AnnotateError
 
     try:
@@ -288,6 +289,11 @@ class Config:
     def notes_bodies_dir(self) -> Path:
         """Function bodies by fingerprint, stored when a fingerprint is written (stale diffs)."""
         return self.cache_dir / "notes" / "bodies"
+
+    def notes_files_dir(self) -> Path:
+        """Annotation files and course maps as resolved against an index, keyed by what resolving
+        them reads (annotate.notes.cache)."""
+        return self.cache_dir / "notes" / "files"
 
     def notes_fixtures_dir(self) -> Path:
         """Test fixtures the notes stage derives (e.g. an older release's headers for drift)."""

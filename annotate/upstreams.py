@@ -213,15 +213,31 @@ def _archive_map(raw, where: str) -> dict[str, str | None]:
     return out
 
 
+# The last pin file read, by path and content: a command asks for the pins several times (the
+# project, the index, the fetch records, the notes), and parsing is most of the asking.
+_LAST: dict[Path, tuple[bytes, dict[str, Upstream]]] = {}
+
+
 def load_upstreams(config: Config) -> dict[str, Upstream]:
     """All pins, in file order. Raises AnnotateError naming the file, line and key on malformed input."""
     path = config.upstreams_file
+    try:
+        raw = read_bytes(path)
+    except YamlProblem:
+        raw = None  # _read_pin_file says why
+    last = _LAST.get(path)
+    if raw is not None and last is not None and last[0] == raw:
+        return dict(last[1])
     loaded = _read_pin_file(path)
     top = _PinReader(path, loaded, ())
     ups = top.mapping(loaded.data).get("upstreams")
     top.child("upstreams").mapping(ups)
-    return {name: _upstream(top.child("upstreams", name), name, top.child("upstreams", name).mapping(d))
-            for name, d in ups.items()}
+    got = {name: _upstream(top.child("upstreams", name), name, top.child("upstreams", name).mapping(d))
+           for name, d in ups.items()}
+    if raw is not None:
+        _LAST.clear()
+        _LAST[path] = (raw, got)
+    return dict(got)
 
 
 def get_upstream(config: Config, name: str) -> Upstream:

@@ -130,6 +130,93 @@ def index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequen
     return IndexPart(rendered, symbols, all_symbols)
 
 
+class _LazyFiles(Mapping[FileKey, FileIndex]):
+    """The rendered files of an index, each read from it when first asked for: a build after a
+    note edit plans a few pages and must not read the whole index for them."""
+
+    def __init__(self, index: IndexView, keys: list[FileKey]):
+        self._index, self._keys, self._set = index, keys, frozenset(keys)
+        self._got: dict[FileKey, FileIndex] = {}
+
+    def __getitem__(self, key: FileKey) -> FileIndex:
+        if key not in self._set:
+            raise KeyError(key)
+        got = self._got.get(key)
+        if got is None:
+            got = self._got[key] = self._index.file(*key)
+        return got
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._set
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class _LazySymbols(Mapping[str, Symbol]):
+    """Symbol.key -> Symbol as `index_part` maps them (of one key, the last definition in its
+    file), read a file at a time when first asked for; only rendered files when `rendered` is
+    given."""
+
+    def __init__(self, index: IndexView, rendered: _LazyFiles | None):
+        self._index, self._rendered = index, rendered
+        self._files: dict[FileKey, dict[str, Symbol]] = {}
+
+    def _file(self, key: FileKey) -> dict[str, Symbol]:
+        got = self._files.get(key)
+        if got is None:
+            try:
+                fi = self._rendered[key] if self._rendered is not None else self._index.file(*key)
+                got = {s.key: s for s in fi.symbols}
+            except (KeyError, AnnotateError):
+                got = {}
+            self._files[key] = got
+        return got
+
+    def __getitem__(self, key: str) -> Symbol:
+        try:
+            up, _qname, path, _line = names.split_key(key)
+        except ValueError:
+            raise KeyError(key) from None
+        if self._rendered is not None and (up, path) not in self._rendered:
+            raise KeyError(key)
+        if self._rendered is None and not self._index.has_file(up, path):
+            raise KeyError(key)
+        return self._file((up, path))[key]
+
+    def _keys(self) -> list[FileKey]:
+        if self._rendered is not None:
+            return list(self._rendered)
+        return [(fi.upstream, fi.path) for fi in self._index.files()]
+
+    def __iter__(self):
+        seen: set[str] = set()
+        for fk in self._keys():
+            for k in self._file(fk):
+                if k not in seen:
+                    seen.add(k)
+                    yield k
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def lazy_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
+    """`index_part` that reads the index only as far as it is asked: the file list at once, a
+    file's definitions, calls and facts when something on a page needs them."""
+    keys = []
+    for name in index.upstreams():
+        up = upstreams.get(name)
+        if up is None or (only and name not in only):
+            continue
+        keys += [(name, p) for p in index.paths(name) if language_of(p) and any(p.startswith(r) for r in up.render)]
+    rendered = _LazyFiles(index, sorted(keys))
+    return IndexPart(rendered, _LazySymbols(index, rendered), _LazySymbols(index, None))
+
+
 def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
     """`index_part`, made once per index and pins: `annotate serve` rebuilds against one index,
     so a note edit does not walk the whole index again."""
@@ -138,15 +225,16 @@ def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: S
     return index.memo(key, lambda: index_part(index, upstreams, only))
 
 
-def site_context(project: "Project") -> SiteContext:
+def site_context(project: "Project", lazy: bool = False) -> SiteContext:
     """The context of a build of `project`: its selected pins, index and annotations, and the
-    harness runs of its repository with the compiled view committed for each."""
+    harness runs of its repository with the compiled view committed for each. `lazy`: over
+    `lazy_index_part`, for a build that plans a few pages (a note edit)."""
     from annotate.harness.compiled import load_compiled
     from site_builder.runs import load_runs
     from site_builder.traces import load_traces
 
     pins = project.selected
-    part = memo_index_part(project.index, pins, project.only)
+    part = (lazy_index_part if lazy else memo_index_part)(project.index, pins, project.only)
     runs, problems = load_runs(project.config)
     # read once per build: every committed SASS record, fact report, identity card and profile
     compiled = [load_compiled(project.config, kr.spec.name) for kr in runs]
@@ -162,10 +250,12 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
     run_symbols, harness_of = _harness_links(index, part, runs)
     aset = annotations or AnnotationSet()
     notes = {}
-    for s in part.symbols.values():
-        note = aset.for_symbol(s)
-        if note is not None:
-            notes[s.key] = note
+    for fn in aset.functions():
+        # the notes of rendered definitions, the first of each (AnnotationSet.for_symbol)
+        s = fn.symbol
+        if s is not None and s.key not in notes and (s.upstream, s.path) in part.rendered \
+                and aset.for_symbol(s) is fn:
+            notes[s.key] = fn
     type_notes: dict[str, TypeNote] = {}
     macro_notes: dict[str, MacroNote] = {}
     for t in aset.types():
@@ -184,8 +274,9 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
     overviews = {(af.upstream, af.path): af.overview for af in aset.files
                  if af.upstream and af.path and af.overview}
     per_file: dict[FileKey, list[str]] = {}
+    ups = list(dict.fromkeys(u for u, _ in part.rendered))
     for d in aset.diagnostics:
-        where = _diagnostic_target(d, part.rendered)
+        where = diagnostic_target(d, part.rendered, ups)
         if where:
             per_file.setdefault(where, []).append(diagnostic_text(d))
     return SiteContext(
@@ -243,14 +334,25 @@ def spec_symbol_keys(index: IndexView, part: IndexPart, upstream: str, qname: st
     return tuple(s.key for s in exact if s.key in part.symbols)
 
 
-def _diagnostic_target(d: Diagnostic, rendered: Mapping[FileKey, FileIndex]) -> FileKey | None:
+def diagnostic_target(d: Diagnostic, rendered: Mapping[FileKey, FileIndex],
+                      upstreams: Iterable[str] | None = None) -> FileKey | None:
+    """The rendered file an annotation problem is about: the first (in `rendered`'s order) whose
+    "<upstream>/<path>" ends the problem's file name (without .yaml). `upstreams`: those of
+    `rendered`, when the caller knows them."""
     f = (d.file or "").replace("\\", "/")
     if f.endswith(".yaml"):
         f = f[: -len(".yaml")]
-    for up, path in rendered:
-        if f.endswith(f"{up}/{path}"):
-            return up, path
-    return None
+    found = []
+    for up in (upstreams if upstreams is not None else dict.fromkeys(u for u, _ in rendered)):
+        at = f.find(up + "/")
+        while at >= 0:
+            key = (up, f[at + len(up) + 1:])
+            if key in rendered:
+                found.append(key)
+            at = f.find(up + "/", at + 1)
+    if len(found) > 1:  # a path that ends another's: the first of them in `rendered`
+        return next(k for k in rendered if k in found)
+    return found[0] if found else None
 
 
 def diagnostic_text(d: Diagnostic) -> str:

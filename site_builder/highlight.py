@@ -79,7 +79,7 @@ def highlight(text: str, language: str | None) -> tuple[Line, ...]:
                 (r0, c0), (r1, c1) = node.start_point, node.end_point
                 caps.append((sb, -eb, r0, c0, r1, c1, cls))  # type: ignore[arg-type]
     caps.sort()
-    out: list[list[tuple[int, int, str]]] = [[] for _ in lines]
+    rows: dict[int, list[tuple[int, int, str]]] = {}  # only lines with tokens (a third have none)
     ascii_text = len(data) == len(text)
     blines = None if ascii_text else data.split(b"\n")
     last_end = -1
@@ -87,6 +87,13 @@ def highlight(text: str, language: str | None) -> tuple[Line, ...]:
         if sb < last_end:  # inside an earlier, wider capture (a string's escape, ...)
             continue
         last_end = -neb
+        if r0 == r1 and blines is None:  # most captures: one line, ASCII
+            got = rows.get(r0)
+            if got is None:
+                rows[r0] = [(c0, c1, cls)]
+            else:
+                got.append((c0, c1, cls))
+            continue
         for row in range(r0, min(r1, len(lines) - 1) + 1):
             a = c0 if row == r0 else 0
             b = c1 if row == r1 else None
@@ -97,8 +104,11 @@ def highlight(text: str, language: str | None) -> tuple[Line, ...]:
             if b is None:
                 b = len(lines[row])
             if b > a:
-                out[row].append((a, b, cls))
-    return tuple(tuple(x) for x in out)
+                rows.setdefault(row, []).append((a, b, cls))
+    out: list[tuple[tuple[int, int, str], ...]] = [()] * len(lines)
+    for row, spans in rows.items():
+        out[row] = tuple(spans)
+    return tuple(out)
 
 
 def content_key(text: str, language: str | None) -> str:

@@ -13,13 +13,13 @@ Markdown arrives here already rendered and sanitised (`markupsafe.Markup`, see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from markupsafe import Markup
 
 # A piece of a code line: (token class or "", text, href or None). Token classes are the
 # one-letter codes of highlight.TOKEN_CLASSES; "" is plain text. Text and href are already
-# HTML-escaped (code.escape_text / escape_attr): the template's code loop does not escape.
+# HTML-escaped (code.escape_text / escape_attr): the code column is drawn without escaping.
 Piece = tuple[str, str, "str | None"]
 
 
@@ -470,10 +470,15 @@ class FilePlan:
     compiled_refs: tuple[CompiledRef, ...] = ()  # the instantiations and launches the markers refer to
 
 
-@dataclass(frozen=True)
-class CodeLine:
+class CodeLine(NamedTuple):
+    """One line of code as the page shows it; `site_builder.code.pieces` cuts it into pieces.
+    A tuple, not a dataclass: the site has half a million of them, and a frozen dataclass is
+    several times slower to make."""
+
     no: int
-    pieces: tuple[Piece, ...]
+    text: str  # the line as in the file (not escaped)
+    tokens: tuple[tuple[int, int, str], ...]  # highlighted spans (site_builder.highlight.Line)
+    links: tuple[tuple[int, int, str], ...]  # call links: (start, end, href escaped), by column
     marks: tuple[Mark, ...]
     noted: bool  # an inline note is anchored here
 

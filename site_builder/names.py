@@ -97,6 +97,7 @@ def line_anchor(line: int) -> str:
     return f"L{line}"
 
 
+@lru_cache(maxsize=1 << 16)
 def symbol_anchor(key: str) -> str:
     """The id of a function's heading on its file's page, from Symbol.key.
 
@@ -129,6 +130,7 @@ def definition_href_target(key: str, what: str) -> tuple[str, str]:
     return source_page(upstream, path), anchor
 
 
+@lru_cache(maxsize=1 << 16)  # asked again for every link to a definition
 def symbol_href_target(key: str) -> tuple[str, str]:
     """(page, anchor) where a function is shown."""
     upstream, _, path, _ = split_key(key)

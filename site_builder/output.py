@@ -17,6 +17,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable, Mapping
 
 from annotate.atomic import write_atomic
 from annotate.errors import AnnotateError, UsageError
@@ -34,6 +35,16 @@ class WriteStats:
     bytes_written: int
 
 
+@dataclass(frozen=True)
+class NotesState:
+    """What the last build read from the annotations (site_builder.build.notes_state): a digest of
+    the facts every page may show, and per annotation file a digest of its content and the
+    source pages it reaches."""
+
+    global_digest: str = ""
+    pages: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+
+
 @dataclass
 class Manifest:
     """What the last build produced: the input stamp, every page's key, every output."""
@@ -42,19 +53,26 @@ class Manifest:
     pages: dict[str, str] = field(default_factory=dict)  # page -> key of its inputs
     lines: dict[str, int] = field(default_factory=dict)  # source page -> line count
     outputs: list[str] = field(default_factory=list)
+    base: str = ""  # the stamp's part that is not the annotation files
+    notes: NotesState = field(default_factory=NotesState)
 
     def to_json(self) -> str:
+        notes = {"global": self.notes.global_digest,
+                 "files": {f: [d, list(p)] for f, (d, p) in self.notes.pages.items()}}
         return json.dumps({"version": MANIFEST_VERSION, "stamp": self.stamp, "pages": self.pages,
-                           "lines": self.lines, "outputs": sorted(self.outputs)}, indent=0, sort_keys=True)
+                           "lines": self.lines, "outputs": sorted(self.outputs), "base": self.base,
+                           "notes": notes}, indent=0, sort_keys=True)
 
 
 # ---- paths inside the output directory -----------------------------------------------------------
 
 def safe_relative(rel: object) -> bool:
-    """Whether `rel` is a plain '/'-separated path that cannot leave the directory it is joined to."""
+    """Whether `rel` is a plain '/'-separated path that cannot leave the directory it is joined to:
+    no empty, '.' or '..' part (checked on the text: a manifest holds thousands of paths)."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel or rel.startswith("/"):
         return False
-    return all(part not in ("", ".", "..") for part in rel.split("/"))
+    s = f"/{rel}/"
+    return "//" not in s and "/./" not in s and "/../" not in s
 
 
 def inside(out_dir: Path, rel: str) -> Path | None:
@@ -138,9 +156,24 @@ def read_manifest(out_dir: Path) -> Manifest:
             if isinstance(v, dict) else {}
 
     outputs = data.get("outputs")
-    stamp = data.get("stamp")
+    stamp, base = data.get("stamp"), data.get("base")
     return Manifest(stamp if isinstance(stamp, str) else "", table("pages", str), table("lines", int),
-                    [o for o in outputs if safe_relative(o)] if isinstance(outputs, list) else [])
+                    [o for o in outputs if safe_relative(o)] if isinstance(outputs, list) else [],
+                    base if isinstance(base, str) else "", _notes_state(data.get("notes")))
+
+
+def _notes_state(v: object) -> NotesState:
+    """The manifest's notes record, every entry type-checked (a wrong one empties the record: the
+    next build then renders the usual way)."""
+    if not isinstance(v, dict) or not isinstance(v.get("global"), str) or not isinstance(v.get("files"), dict):
+        return NotesState()
+    pages = {}
+    for f, entry in v["files"].items():
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                and isinstance(entry[1], list) and all(safe_relative(p) for p in entry[1])):
+            return NotesState()
+        pages[f] = (entry[0], tuple(entry[1]))
+    return NotesState(v["global"], pages)
 
 
 # ---- writing ----------------------------------------------------------------------------------------
@@ -170,11 +203,12 @@ def _remove_stale(out_dir: Path, previous: Manifest, keep: set[str]) -> int:
     return removed
 
 
-def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manifest,
-                  previous: Manifest | None = None) -> WriteStats:
-    """Write `files` (relative path -> content) under `out_dir`, touching only files whose
-    content changed; remove outputs of the previous build that this one no longer makes;
-    write the manifest last, so an interrupted build never looks complete.
+def write_outputs(out_dir: Path, files: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]],
+                  manifest: Manifest | Callable[[], Manifest], previous: Manifest | None = None) -> WriteStats:
+    """Write `files` (relative path -> content, or such pairs as they are made) under `out_dir`,
+    touching only files whose content changed; remove outputs of the previous build that this one
+    no longer makes; write the manifest last, so an interrupted build never looks complete
+    (`manifest` may be a function, called once every file is written).
     """
     written = unchanged = nbytes = 0
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -183,7 +217,7 @@ def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manife
         # still recognised as ours (and completed) by the next one
         write_atomic(out_dir / names.MANIFEST, Manifest().to_json(), mkdir=False)
     made_dirs: set[str] = set()
-    for rel, content in files.items():
+    for rel, content in (files.items() if isinstance(files, Mapping) else files):
         data = content.encode("utf-8") if isinstance(content, str) else content
         path = inside(out_dir, rel)
         if path is None:
@@ -200,6 +234,8 @@ def write_outputs(out_dir: Path, files: dict[str, str | bytes], manifest: Manife
         write_atomic(path, data, mkdir=False)
         written += 1
         nbytes += len(data)
+    if not isinstance(manifest, Manifest):
+        manifest = manifest()
     removed = _remove_stale(out_dir, previous, set(manifest.outputs)) if previous is not None else 0
     text = manifest.to_json()
     if not _unchanged(out_dir / names.MANIFEST, text.encode("utf-8")):

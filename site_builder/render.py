@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import types
 from functools import lru_cache
 
 from markupsafe import Markup, escape
@@ -90,6 +92,62 @@ def clear_caches() -> None:
     _words.cache_clear()
     _attribute.cache_clear()
     _FIXED.clear()
+    _code_markup.cache_clear()
+
+
+# ---- the code column ------------------------------------------------------------------------
+# The macros of code.html.jinja2 are drawn once with placeholders, then filled in per line: a
+# template loop over every piece of every line was over half of the time spent rendering a
+# source page. Placeholders are control characters that the macros' own text never holds.
+
+_HOLES = "\x00\x01\x02\x03"
+
+
+def _holes(drawn: str, n: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Macro output with placeholders -> (the n+1 literal parts, which placeholder follows each)."""
+    parts = re.split(f"([{_HOLES}])", str(drawn))
+    lits, order = tuple(parts[0::2]), tuple(_HOLES.index(h) for h in parts[1::2])
+    if sorted(order) != list(range(n)):
+        raise ValueError(f"code.html.jinja2: a macro must print each of its {n} arguments once, got {drawn!r}")
+    return lits, order
+
+
+class _CodeMarkup:
+    """The code column's macros, drawn (site_builder.code.Drawn)."""
+
+    def __init__(self) -> None:
+        from site_builder.highlight import TOKEN_CLASSES
+
+        mod = environment().get_template("code.html.jinja2").module
+        h0, h1, h2, h3 = _HOLES
+        self.line = tuple(_holes(mod.line(h0, noted), 1)[0] for noted in (False, True))
+        self.token = {c: _holes(mod.token(c, h0), 1)[0] for c in TOKEN_CLASSES.values()}
+        self.link = _holes(mod.link(h0, h1), 2)
+        fields = ("css", "kind", "detail", "abbr")
+        plain = types.SimpleNamespace(**dict(zip(fields, _HOLES)), body=None, check=None, bar=0)
+        self.mark = _holes(mod.mark(plain), 4)  # a plain marker: no panel, no check
+        self.mark_fields = fields
+        self.module = mod
+
+    def draw_mark(self, x) -> str:
+        if x.body or x.check:  # a button with its panel, a marker with the compiler's check: the macro
+            return str(self.module.mark(x))
+        lits, order = self.mark
+        values = [str(escape(getattr(x, self.mark_fields[i]))) for i in order]
+        return lits[0] + "".join(v + lit for v, lit in zip(values, lits[1:]))
+
+
+@lru_cache(maxsize=1)
+def _code_markup() -> _CodeMarkup:
+    return _CodeMarkup()
+
+
+def code_lines(lines) -> Markup:
+    """`{{ code_lines(row.lines) }}`: the markup of a row's lines (model.CodeLine), drawn by
+    site_builder.code.draw_lines with the macros of code.html.jinja2 (it escapes the text)."""
+    from site_builder.code import draw_lines
+
+    return Markup(draw_lines(lines, _code_markup()))
 
 
 _FIXED = _Fixed()
@@ -98,7 +156,7 @@ _FIXED = _Fixed()
 def _globals() -> dict:
     fb = {lang: i18n.one("fallback.tag", lang) for lang in i18n.LANGS}
     return {"STYLESHEETS": STYLESHEETS, "L": i18n.pair, "M": msg, "cat": _cat, "FB": fb,
-            "W": words, "T": message, "A": attribute, "WORDS": _FIXED,
+            "W": words, "T": message, "A": attribute, "WORDS": _FIXED, "code_lines": code_lines,
             "DEFAULT_LANG": i18n.DEFAULT_LANG, "HTML_LANG": {"en": "en", "zh": "zh-CN"}}
 
 
@@ -163,7 +221,7 @@ def asset_files() -> dict[str, bytes]:
 # The templates each kind of page is made from: a page's key changes only when one of them
 # does (a CSS or JS edit renders no page again; a home-page edit renders only the home page).
 COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
-PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2"),
+PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2", "code.html.jinja2"),
                   names.COURSES_DIR: ("course.html.jinja2", "step.html.jinja2"),
                   names.INDEX_PAGE: ("index.html.jinja2",),
                   names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",),

@@ -18,10 +18,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from annotate.config import Config
-from annotate.harness.record import RecordError, RunRecord, load_record
-from annotate.harness.spec import KernelSpec
+
+if TYPE_CHECKING:  # imported where used: a no-op build reads only `stat_paths` from here
+    from annotate.harness.record import RunRecord
+    from annotate.harness.spec import KernelSpec
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ def record_paths(config: Config, kernel: str) -> list[tuple[str, str, Path]]:
 def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
     """Every catalog kernel with its records; (runs, problems with specs that do not load)."""
     from annotate.errors import AnnotateError
+    from annotate.harness.record import RecordError
     from annotate.harness.spec import kernel_names, load_spec
 
     runs, problems = [], []
@@ -112,6 +116,8 @@ def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
 
 def read_record_file(source: str, device_dir: str, path: Path) -> RecordFile:
     """One record file; RecordError (one line) when it cannot be read at all."""
+    from annotate.harness.record import load_record
+
     return RecordFile(source, device_dir, path, load_record(path))
 
 

@@ -164,6 +164,14 @@ def search_data(ctx: SiteContext) -> dict:
     """The client-side search index: pages once, then one compact row per function, type and
     macro: [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
     Search matches the name and the note text in either language, whatever the page shows."""
+    return search_with_notes(search_base(ctx), ctx)
+
+
+def search_base(ctx: SiteContext) -> dict:
+    """The part of the search index that follows from the index alone (the build caches it by
+    the index's key, so that a note edit does not walk every definition): the pages, a row per
+    function, type and macro as it is without a note, the files; `keys` names each row's
+    definition (["function" | "type" | "macro", its key])."""
     pages: list[str] = []
     page_no: dict[str, int] = {}
 
@@ -173,30 +181,54 @@ def search_data(ctx: SiteContext) -> dict:
             pages.append(page)
         return page_no[page]
 
-    rows = []
+    rows, keys = [], []
     for key, s in sorted(ctx.symbols.items(), key=lambda kv: (kv[1].upstream, kv[1].path, kv[1].start_line)):
         page, anchor = names.symbol_href_target(key)
-        note = ctx.notes.get(key)
-        en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
-        rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, en, zh])
-    # types and macros: an annotated one links to its note's heading, the others to their line
+        rows.append([s.qualified_name, s.kind, number(page), anchor, 0, "", ""])
+        keys.append(["function", key])
+    # types and macros link to their line; an annotated one to its note's heading, on the same
+    # page (search_with_notes)
     for (up, path), fi in ctx.rendered.items():
         for d, what in [*((t, "type") for t in fi.types), *((m, "macro") for m in fi.macros)]:
-            note = (ctx.macro_notes if what == "macro" else ctx.type_notes).get(d.key)
-            if note is not None:
-                page, anchor = names.definition_href_target(d.key, what)
-            else:
-                page, anchor = names.source_page(up, path), names.line_anchor(d.start_line)
-            en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
+            page, anchor = names.source_page(up, path), names.line_anchor(d.start_line)
             name = d.qualified_name + (f"<{d.specialization}>" if what == "type" and d.specialization else "")
-            rows.append([name, "macro" if what == "macro" else d.kind, number(page), anchor,
-                         1 if note is not None else 0, en, zh])
+            rows.append([name, "macro" if what == "macro" else d.kind, number(page), anchor, 0, "", ""])
+            keys.append([what, d.key])
     files = [[f"{up}:{path}", number(names.source_page(up, path))] for (up, path) in ctx.rendered]
+    return {"pages": pages, "symbols": rows, "keys": keys, "files": files}
+
+
+def checked_search_base(data: object) -> dict | None:
+    """`search_base` as read back from the cache, or None when it is not one (the build makes it
+    again): the shape is checked, the text is data that the search index escapes as JSON."""
+    if not isinstance(data, dict) or set(data) != {"pages", "symbols", "keys", "files"}:
+        return None
+    pages, rows, keys, files = data["pages"], data["symbols"], data["keys"], data["files"]
+    if not (isinstance(pages, list) and isinstance(rows, list) and isinstance(keys, list) and isinstance(files, list)
+            and len(rows) == len(keys) and all(isinstance(p, str) for p in pages)
+            and all(isinstance(k, list) and len(k) == 2 and k[0] in ("function", "type", "macro")
+                    and isinstance(k[1], str) for k in keys)
+            and all(isinstance(r, list) and len(r) == 7 and isinstance(r[2], int) for r in rows)
+            and all(isinstance(f, list) and len(f) == 2 for f in files)):
+        return None
+    return data
+
+
+def search_with_notes(base: dict, ctx: SiteContext) -> dict:
+    """`search_base` with the notes, the courses and the traces: the search index."""
+    notes = {"function": ctx.notes, "type": ctx.type_notes, "macro": ctx.macro_notes}
+    rows = []
+    for (what, key), row in zip(base["keys"], base["symbols"]):
+        note = notes[what].get(key)
+        if note is not None:
+            anchor = row[3] if what == "function" else names.definition_href_target(key, what)[1]
+            row = row[:3] + [anchor, 1, _note_text(note, "en"), _note_text(note, "zh")]
+        rows.append(row)
     courses = [[c.title.en or c.id, names.course_page(c.id), c.title.zh or ""] for c in ctx.courses.values()]
     courses += [[st.title.en or st.id, names.step_page(c.id, st.id), st.title.zh or "", "js.step"]
                 for c in ctx.courses.values() for st in c.steps]
     courses += [[t.entry, names.trace_page(t.entry), "", "js.trace"] for t in ctx.traces]
-    return {"v": 2, "pages": pages, "symbols": rows, "files": files, "courses": courses}
+    return {"v": 2, "pages": base["pages"], "symbols": rows, "files": base["files"], "courses": courses}
 
 
 # ---- traces ---------------------------------------------------------------------------------------

@@ -68,6 +68,20 @@ def test_stored_equals_built_in_memory(tree, tmp_config):
     assert [d.file for d in again.diagnostics()] == ["demo:bad.cu"]
 
 
+def test_a_built_store_hands_over_what_it_wrote_once(tree, tmp_config):
+    """The build that wrote a snapshot gets its first whole load from memory: the same files,
+    in the same order, as reading the snapshot back; later loads read the snapshot."""
+    from annotate.index.store import open_store
+
+    store, stats = build_upstream("demo", tree, config=tmp_config)
+    assert not stats["resolved_cache"] and store._held is not None
+    first = store.load()
+    assert store._held is None
+    reread = open_store(store.path, {"upstream": "demo"}).load()
+    assert list(first) == list(reread) and first == reread
+    assert store.load() == reread and store.load() is not first
+
+
 def test_indexed_queries_agree_with_the_whole_index(tree, tmp_config):
     # `ix` answers by SQL queries; `loaded` from memory once files() has read everything
     ix = index_directory("demo", tree, config=tmp_config)

@@ -114,6 +114,95 @@ def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
     assert rep.pages_rendered == 1 and (out / names.source_page(UP, DECODE)).is_file()
 
 
+NORM_YAML = f"{UP}/{NORM}.yaml"
+COURSE_YAML = "courses/demo-course.yaml"
+DECODE_YAML = f"{UP}/{DECODE}.yaml"
+NEW_ENTRY = """  demo::RMSNorm:
+    summary: The launcher.
+"""
+# (annotation file, text, replacement, whether only that file's pages and the search index can change)
+NOTE_EDITS = {
+    "summary": (NORM_YAML, "sum of squares, **warp reduction**", "sum of squares, then a **warp reduction**", True),
+    "inline note": (NORM_YAML, "Five butterfly steps", "Five steps", True),
+    "overview": (NORM_YAML, "one block per row (a fixture", "one block per row, edited (a fixture", True),
+    "a line more": (NORM_YAML, "    decomposition: grid", "    # a comment line\n    decomposition: grid", True),
+    "a new note": (NORM_YAML, "functions:\n", "functions:\n" + NEW_ENTRY, False),
+    "a broken anchor": (NORM_YAML, '"sum_sq += math::shfl_xor_sync"', '"no such code"', False),
+    "a course title": (COURSE_YAML, "title: {en: Demo course", "title: {en: Demo course, edited", False),
+    "a type's summary": (DECODE_YAML, "What one `ParamsKernel` launch", "What each `ParamsKernel` launch", True),
+    "a macro's expansion": (DECODE_YAML, "the body is compiled twice.", "the body is compiled two times.", True),
+    "a type made stale": (DECODE_YAML, "fingerprint: 093e37447081204b", "fingerprint: 0000000000000000", False),
+    "a macro note renamed": (DECODE_YAML, "  DEMO_SWITCH:\n", "  DEMO_NO_SUCH_MACRO:\n", False),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(NOTE_EDITS))
+def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monkeypatch, edit):
+    """After an annotation file changes, the build renders only that file's pages and the search
+    index when the notes' global facts stayed (reading none of the index but those files), else
+    the usual way; either way the site equals a fresh build's, byte for byte."""
+    from annotate.index.api import Index
+
+    out, fresh = tmp_path / "site", tmp_path / "fresh"
+    _build(demo_repo, out)
+    name, old, new, notes_only = NOTE_EDITS[edit]
+    f = demo_repo.annotations_dir / name
+    assert old in f.read_text()
+    f.write_text(f.read_text().replace(old, new, 1))
+    if notes_only:
+        def everything(*a, **k):
+            raise AssertionError("a note edit read the whole index")
+        monkeypatch.setattr(Index, "files", everything)
+    rep = _build(demo_repo, out)
+    monkeypatch.undo()
+    assert rep.notes_only == notes_only and not rep.noop
+    if notes_only:
+        assert rep.pages_rendered <= 1
+    _build(demo_repo, fresh)
+    made = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file())
+    assert made == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    for rel in made:
+        if rel != names.MANIFEST:
+            assert (out / rel).read_bytes() == (fresh / rel).read_bytes(), rel
+    assert _build(demo_repo, out).noop
+
+
+def test_the_notes_global_facts_hold_which_types_and_macros_are_annotated(demo_repo, tmp_path):
+    """Pages beyond an annotation file's link to its type and macro notes (the uses panels), so
+    the global facts change when such a note comes, goes or changes state, and not when its text
+    does (that shows on its own page alone)."""
+    from annotate.notes.api import load_annotations
+    from annotate.project import open_project
+    from site_builder.build import notes_global
+    from site_builder.context import site_context
+    from site_support import demo_index
+
+    def digest(old: str = "", new: str = "") -> str:
+        f = demo_repo.annotations_dir / DECODE_YAML
+        f.write_text((ANNOTATIONS / DECODE_YAML).read_text().replace(old, new, 1))
+        index = demo_index()
+        aset = load_annotations(demo_repo, index)
+        project = open_project(demo_repo, index=index, annotations=aset, pins={UP: demo_upstream()})
+        return notes_global(site_context(project), aset)
+
+    base = digest()
+    text = (ANNOTATIONS / DECODE_YAML).read_text()
+    types, macros = text.index("\ntypes:\n"), text.index("\nmacros:\n")
+    assert digest("What one `ParamsKernel` launch", "What each `ParamsKernel` launch") == base
+    assert digest("the body is compiled twice.", "the body is compiled two times.") == base
+    assert digest(text[types:macros], "\n") != base  # the type note gone
+    assert digest(text[macros:], "\n") != base  # the macro note gone
+    assert digest("fingerprint: 093e37447081204b", "fingerprint: 0000000000000000") != base  # the type stale
+
+
+def test_an_editors_files_beside_the_notes_are_no_input(demo_repo, tmp_path):
+    out = tmp_path / "site"
+    _build(demo_repo, out)
+    (demo_repo.annotations_dir / UP / "include" / ".norm.cuh.yaml.swp").write_bytes(b"vim")
+    (demo_repo.annotations_dir / UP / "include" / "new-dir").mkdir()
+    assert _build(demo_repo, out).noop
+
+
 def test_a_build_that_fetched_is_followed_by_a_noop(demo_repo, tmp_path, monkeypatch):
     # the first `annotate build` on a fresh machine fetches, which writes the fetch records the
     # stamp reads; the build after it must still be recognised as a no-op

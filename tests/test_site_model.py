@@ -23,7 +23,7 @@ from site_support import (  # noqa: E402
 
 from annotate.config import Config  # noqa: E402
 from site_builder import file_pages, names, site_pages  # noqa: E402
-from site_builder.code import build_page  # noqa: E402
+from site_builder.code import build_page, pieces  # noqa: E402
 from site_builder.graph import GNode, layout  # noqa: E402
 from site_builder.highlight import _grammar, highlight  # noqa: E402
 from site_builder.markdown import render_markdown  # noqa: E402
@@ -77,7 +77,7 @@ def test_sections_follow_functions_and_notes(config):
     kernel = next(s for s in page.sections if s.head and s.function.name == "RMSNormKernel")
     # The in-body note opens a new row at its line, beside the code it explains.
     noted = [r for r in kernel.rows if r.note]
-    assert len(noted) == 1 and "sum_sq += math::shfl_xor_sync" in "".join(t for _, t, _ in noted[0].lines[0].pieces)
+    assert len(noted) == 1 and "sum_sq += math::shfl_xor_sync" in "".join(t for _, t, _ in pieces(noted[0].lines[0]))
     assert kernel.lead_rows == 1
     # Every line of the file appears exactly once, in order.
     nos = [ln.no for s in page.sections for r in s.rows for ln in r.lines]

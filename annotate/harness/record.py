@@ -19,6 +19,7 @@ such numbers) and read back as floats.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -345,51 +346,87 @@ def _hints(cls: type) -> dict[str, Any]:
 def _read(cls: type, data: dict):
     """An instance of dataclass `cls` from a JSON object: known keys converted to the declared
     type, everything else defaulted; _MISSING when a field without a default cannot be had."""
-    hints = _hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        key = (f.metadata.get("key") if f.metadata else None) or f.name
-        value = _convert(hints[f.name], data[key]) if key in data else _MISSING
-        if value is _MISSING:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                return _MISSING
-            continue
-        kwargs[f.name] = value
-    return cls(**kwargs)
+    return _reader(cls)(data)
 
 
 def _convert(tp, value):
+    return _converter(tp)(value)
+
+
+# The conversions are made once per type from its hints (a site build reads every committed
+# record, megabytes of SASS among them, and working the hints out again per value was most of it).
+
+@functools.lru_cache(maxsize=None)
+def _reader(cls: type):
+    hints = _hints(cls)
+    fields = [((f.metadata.get("key") if f.metadata else None) or f.name, f.name, hints[f.name],
+               f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+              for f in dataclasses.fields(cls)]
+    made: list = []  # [(key, name, converter, required), ...], made on first use (a type may hold itself)
+
+    def read(data: dict):
+        if not made:  # built whole, then published in one step, so a reader never sees part of it
+            made.append([(key, name, _converter(tp), required) for key, name, tp, required in fields])
+        kwargs = {}
+        for key, name, conv, required in made[0]:
+            value = conv(data[key]) if key in data else _MISSING
+            if value is _MISSING:
+                if required:
+                    return _MISSING
+                continue
+            kwargs[name] = value
+        return cls(**kwargs)
+    return read
+
+
+@functools.lru_cache(maxsize=None)
+def _converter(tp):
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in typing.get_args(tp):
-            return None
-        for arg in typing.get_args(tp):
-            if arg is not type(None):
-                got = _convert(arg, value)
+        args = typing.get_args(tp)
+        nullable = type(None) in args
+        alternatives = [_converter(a) for a in args if a is not type(None)]
+
+        def union(value):
+            if value is None and nullable:
+                return None
+            for conv in alternatives:
+                got = conv(value)
                 if got is not _MISSING:
                     return got
-        return _MISSING
-    if origin is tuple:
-        item = typing.get_args(tp)[0]
-        if not isinstance(value, list):
             return _MISSING
-        items = (_convert(item, v) for v in value)
-        return tuple(v for v in items if v is not _MISSING)
+        return union
+    if origin is tuple:
+        item = _converter(typing.get_args(tp)[0])
+
+        def tuple_of(value):
+            if not isinstance(value, list):
+                return _MISSING
+            items = (item(v) for v in value)
+            return tuple(v for v in items if v is not _MISSING)
+        return tuple_of
     if tp is dict:
-        return dict(value) if isinstance(value, dict) else _MISSING
+        return lambda value: dict(value) if isinstance(value, dict) else _MISSING
     if dataclasses.is_dataclass(tp):
-        return _read(tp, value) if isinstance(value, dict) else _MISSING
+        def instance(value):
+            return _reader(tp)(value) if isinstance(value, dict) else _MISSING
+        return instance
     if tp is bool:
-        return value if isinstance(value, bool) else _MISSING
+        return lambda value: value if isinstance(value, bool) else _MISSING
     if tp is int:
-        return value if isinstance(value, int) and not isinstance(value, bool) else _MISSING
+        return lambda value: value if isinstance(value, int) and not isinstance(value, bool) else _MISSING
     if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-        return _NONFINITE.get(value, _MISSING) if isinstance(value, str) else _MISSING
+        def real(value):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return value
+            return _NONFINITE.get(value, _MISSING) if isinstance(value, str) else _MISSING
+        return real
     if tp is str:
-        return value if isinstance(value, str) else _MISSING
-    raise TypeError(f"record field of unsupported type {tp!r}")
+        return lambda value: value if isinstance(value, str) else _MISSING
+
+    def unsupported(value):  # an error of ours, raised when such a value is met (as it always was)
+        raise TypeError(f"record field of unsupported type {tp!r}")
+    return unsupported
 
 
 def _write(obj) -> dict:

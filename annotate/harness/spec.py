@@ -328,7 +328,9 @@ def load_spec_dir(folder: Path, *, catalog: bool = False) -> KernelSpec:
     a copy of one being edited elsewhere)."""
     path = folder / SPEC_FILE
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # libyaml's parser where PyYAML has it (the same SafeConstructor builds the values): the
+        # site reads every spec on each build, and the pure-Python parser was most of that
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as exc:
         raise AnnotateError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
     except yaml.YAMLError as exc:

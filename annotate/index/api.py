@@ -80,6 +80,13 @@ class Index:
         st = self._stores.get(upstream)
         return st.paths() if st is not None else []
 
+    def blobs(self, upstream: str) -> dict[str, str]:
+        """path -> git blob id of every indexed file of `upstream` (no file is loaded)."""
+        if upstream in self._loaded:
+            return {p: fi.blob for p, fi in self._loaded[upstream].items()}
+        st = self._stores.get(upstream)
+        return st.blobs() if st is not None else {}
+
     def has_file(self, upstream: str, path: str) -> bool:
         st = self._stores.get(upstream)
         return st is not None and path in st.file_ids()

@@ -44,13 +44,21 @@ class IncludeResolver:
         return max(cands, key=lambda c: (len(posixpath.commonprefix([c, from_path])), -len(c)))
 
 
-def python_imports(files: dict[str, FileIndex], fi: FileIndex) -> tuple[str, ...]:
-    """Import names of a Python file -> paths of the modules within the upstream."""
+def python_modules(paths) -> dict[str, str]:
+    """Module name -> path, of the Python files among `paths`."""
     mods: dict[str, str] = {}
-    for p in files:
+    for p in paths:
         if p.endswith(".py"):
             m = p[:-3].replace("/", ".")
             mods[m.removesuffix(".__init__")] = p
+    return mods
+
+
+def python_imports(files: dict[str, FileIndex], fi: FileIndex, mods: dict[str, str] | None = None) -> tuple[str, ...]:
+    """Import names of a Python file -> paths of the modules within the upstream (`mods`:
+    `python_modules(files)`, made once by a caller asking for many files)."""
+    if mods is None:
+        mods = python_modules(files)
     pkg = fi.path.rsplit("/", 1)[0].replace("/", ".") if "/" in fi.path else ""
     out = []
     for raw in fi.includes:
@@ -111,9 +119,10 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
     receivers = receivers or {}
     resolver = IncludeResolver(list(files))
     includes: dict[str, tuple[str, ...]] = {}
+    mods = python_modules(files)
     for p, fi in files.items():
         if fi.language == "python":
-            includes[p] = python_imports(files, fi)
+            includes[p] = python_imports(files, fi, mods)
         else:
             res = (resolver.resolve(p, raw) for raw in fi.includes)
             includes[p] = tuple(dict.fromkeys(r for r in res if r and r != p))
@@ -142,14 +151,22 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
         new_edges = []
         counts = nargs.get(p, ())
         recv = receivers.get(p, ())
+        # The candidates of an edge follow from its callee's name, its form, its receiver and,
+        # of its caller, the kind and the enclosing scope, given the file (its #include closure):
+        # a file's calls repeat these often, so each combination is worked out once per file.
+        memo: dict[tuple, tuple[str, ...]] = {}
         for i, e in enumerate(fi.edges):
             caller = by_key.get(e.caller)
-            bare = bare_name(e.callee_name)
-            cands = by_name.get((py, bare), ())
-            if py and not cands and bare[:1].isupper():
-                cands = inits.get(bare, ())
-            keys = _candidates(e, caller, cands, py, reach, scopes, ns_macros,
-                               recv[i] if i < len(recv) else None)
+            receiver = recv[i] if i < len(recv) else None
+            mkey = (e.callee_name, e.via, e.kind, receiver,
+                    None if caller is None else (caller.kind, _scope_of(caller.qualified_name, py)))
+            keys = memo.get(mkey)
+            if keys is None:
+                bare = bare_name(e.callee_name)
+                cands = by_name.get((py, bare), ())
+                if py and not cands and bare[:1].isupper():
+                    cands = inits.get(bare, ())
+                keys = memo[mkey] = _candidates(e, caller, cands, py, reach, scopes, ns_macros, receiver)
             n = counts[i] if i < len(counts) else None
             if n is not None and len(keys) > 1:
                 # last tie-break: overloads that take this many arguments (defaults declared

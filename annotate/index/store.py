@@ -211,7 +211,9 @@ def create_store(path: Path | None, meta: dict[str, str], extracted: dict, resol
     if path is None:
         conn = sqlite3.connect(":memory:", check_same_thread=False)
         write_store(conn, meta, extracted, resolved)
-        return Store(conn, f"<{meta.get('upstream', '?')} in memory>", None, dict(meta, schema=SCHEMA_VERSION))
+        store = Store(conn, f"<{meta.get('upstream', '?')} in memory>", None, dict(meta, schema=SCHEMA_VERSION))
+        store.hold(resolved)
+        return store
     import tempfile
 
     from annotate.atomic import _mode
@@ -239,7 +241,9 @@ def create_store(path: Path | None, meta: dict[str, str], extracted: dict, resol
         except OSError:
             pass
         raise
-    return open_store(path, meta)
+    store = open_store(path, meta)
+    store.hold(resolved)
+    return store
 
 
 # ---- reading ---------------------------------------------------------------------------------
@@ -317,6 +321,13 @@ class Store:
         self.upstream = meta["upstream"]
         self.tree_key = meta.get("tree_key", "")
         self._file_ids: dict[str, int] | None = None
+        self._held: dict[str, FileIndex] | None = None
+
+    def hold(self, resolved: dict[str, FileIndex]) -> None:
+        """Keep `resolved`, what was just written, for the first load of everything (the build
+        that made the snapshot reads it whole next: reading it back is the same objects, made
+        again at a second or more of CPU)."""
+        self._held = resolved
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -555,6 +566,9 @@ class Store:
         includes as written), for resolving again after other files changed."""
         import gc
 
+        if only is None and resolved and self._held is not None:
+            got, self._held = self._held, None  # handed over once: the caller keeps it
+            return {p: got[p] for p in sorted(got)}
         was = gc.isenabled()
         gc.disable()  # ~10^6 small objects: the cyclic GC would only scan them again and again
         try:
@@ -584,8 +598,6 @@ class Store:
         return sym_rows, edge_rows, target_rows, fact_rows, outside
 
     def _load(self, only: set[str] | None, resolved: bool) -> dict:
-        from annotate.index.extract import Extracted
-
         up, loc = self.upstream, self.location
         files = {fid: row for fid, *row in self._q("SELECT id, path, blob, language, includes, raw_includes,"
                                                      " error_nodes, diagnostics FROM files ORDER BY path")
@@ -635,6 +647,9 @@ class Store:
             if resolved:
                 out[path] = fi
             else:
+                # the extractor's types only when re-resolving (a reader of the index needs none of it)
+                from annotate.index.extract import Extracted
+
                 nargs, recv = extra.get(fid, ([], []))
                 out[path] = Extracted(fi, arity.get(fid, {}), tuple(nargs), tuple(recv), mentions.get(fid, {}))
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+from functools import lru_cache
 
 
 def compact(text: str) -> str:
@@ -19,14 +20,7 @@ def find_anchor(body: str, at: str) -> list[tuple[int, int]]:
     needle = compact(at)
     if not needle:
         return []
-    # The body without white space, and where each line starts in it; a position maps back to
-    # the last line starting at or before it (blank lines start where the next line does).
-    parts = [compact(line) for line in body.split("\n")]
-    starts, pos = [], 0
-    for part in parts:
-        starts.append(pos)
-        pos += len(part)
-    hay = "".join(parts)
+    hay, starts = _compacted(body)
 
     def line_of(i: int) -> int:
         return bisect.bisect_right(starts, i) - 1
@@ -37,6 +31,21 @@ def find_anchor(body: str, at: str) -> list[tuple[int, int]]:
         out.append((line_of(start), line_of(start + len(needle) - 1)))
         start = hay.find(needle, start + 1)
     return out
+
+
+@lru_cache(maxsize=64)
+def _compacted(body: str) -> tuple[str, list[int]]:
+    """The body without white space, and where each line starts in it; a position maps back to
+    the last line starting at or before it (blank lines start where the next line does). A
+    function's notes all search one body: it is compacted once."""
+    starts, pos = [], 0
+    parts = []
+    for line in body.split("\n"):
+        part = compact(line)
+        parts.append(part)
+        starts.append(pos)
+        pos += len(part)
+    return "".join(parts), starts
 
 
 def nearest_line(body: str, at: str) -> tuple[int, str] | None:

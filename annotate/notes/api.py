@@ -175,6 +175,23 @@ class _Session:
         self.config, self.index, self.root, self.opts = config, index, root, opts
         self._absent: dict[str, frozenset[str]] = {}
         self._pins: list[str] | None = None
+        # a file's entries each ask for its definitions and text: asked of the index once
+        self._symbols: dict[tuple[str, str], list] = {}
+        self._lines: dict[tuple[str, str], list[str]] = {}
+
+    def symbols_in(self, upstream: str, path: str) -> list:
+        key = (upstream, path)
+        if key not in self._symbols:
+            self._symbols[key] = self.index.symbols_in(upstream, path)
+        return self._symbols[key]
+
+    def text_of(self, sym) -> str:
+        """`index.text_of(sym)`, the file split into lines once."""
+        key = (sym.upstream, sym.path)
+        lines = self._lines.get(key)
+        if lines is None:
+            lines = self._lines[key] = self.index.source(*key).splitlines(keepends=True)
+        return "".join(lines[sym.start_line - 1:sym.end_line])
 
     def pins(self) -> list[str]:
         if self._pins is None:
@@ -210,14 +227,22 @@ class _Collected:
 
 def load_annotations(config: Config, index, root: Path | None = None) -> M.AnnotationSet:
     """Every annotation file and course map under `root` (default: annotations/), resolved
-    against `index`. Problems are in `.diagnostics`; nothing raises for bad input."""
-    return load(config, index, Options(root=root)).set
+    against `index`. Problems are in `.diagnostics`; nothing raises for bad input. Files read
+    before with everything else equal come from the cache (annotate.notes.cache)."""
+    return load(config, index, Options(root=root), cached=True).set
 
 
-def load(config: Config, index, options: Options | None = None) -> LoadResult:
+def load(config: Config, index, options: Options | None = None, cached: bool = False) -> LoadResult:
+    """`cached`: take files from the cache and keep them there (only with the default Options:
+    what the cache holds is the AnnotationSet, not `check`'s outcomes)."""
     opts = options or Options()
     root = Path(opts.root) if opts.root else config.annotations_dir
     session = _Session(config, index, root, opts)
+    cache = None
+    if cached:
+        from annotate.notes.cache import NotesCache
+
+        cache = NotesCache(config, index, root)
     files, course_files = annotation_paths(root)
     picked = None
     if opts.only:
@@ -226,18 +251,30 @@ def load(config: Config, index, options: Options | None = None) -> LoadResult:
     got = _Collected()
     for p in files:
         disp = display_path(config, p)
-        try:
-            af = _load_file(session, p, disp, got)
-        except Exception as exc:  # a bug of ours must still not end the run
-            af = M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=(_internal(disp, exc),))
+        where, af = cache.get("file", p, M.AnnotationFile) if cache else (None, None)
+        if af is None:
+            try:
+                af = _load_file(session, p, disp, got)
+                if cache:
+                    cache.put(where, "file", p, af)
+            except Exception as exc:  # a bug of ours must still not end the run
+                af = M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=(_internal(disp, exc),))
         got.files.append(af)
         got.diagnostics.extend(af.diagnostics)
     for p in course_files:
         disp = display_path(config, p)
-        try:
-            course, diags = _load_course(session, p, disp)
-        except Exception as exc:
-            course, diags = None, [_internal(disp, exc)]
+        from annotate.notes.cache import CourseEntry
+
+        where, entry = cache.get("course", p, CourseEntry) if cache else (None, None)
+        if entry is not None:
+            course, diags = entry.course, list(entry.diagnostics)
+        else:
+            try:
+                course, diags = _load_course(session, p, disp)
+                if cache:
+                    cache.put(where, "course", p, CourseEntry(course, tuple(diags)))
+            except Exception as exc:
+                course, diags = None, [_internal(disp, exc)]
         if course is not None:
             got.courses.append(course)
         if picked is None or Path(os.path.abspath(p)) in picked:
@@ -557,7 +594,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     if sym is None:
         return _Entry(M.FunctionNote(symbol=None, status=status, notes=unresolved_notes, **base), diag.diags,
                       OUT_BROKEN)
-    body = where.s.index.text_of(sym)
+    body = where.s.text_of(sym)
     inline, broken = _anchor_notes(doc, sym, body, name, diag)
     _check_calls(where, doc, sym, name, diag)
     _check_harness_and_todos(where, doc, diag)
@@ -581,8 +618,8 @@ def _note_fields(where: _Where, name: str, doc, diag: _Reporter) -> dict:
 
 def _resolve(where: _Where, name: str, doc, diag: _Reporter):
     """(the one definition the entry names, None) or (None, UNRESOLVED | AMBIGUOUS) with a diagnostic."""
-    index, upstream, path = where.s.index, where.upstream, where.path
-    syms = index.symbols_in(upstream, path)
+    upstream, path = where.upstream, where.path
+    syms = where.s.symbols_in(upstream, path)
     exact = [s for s in syms if s.qualified_name == name]
     if not exact:
         suffix = [s for s in syms if s.qualified_name.endswith("::" + name)]
