@@ -287,7 +287,7 @@ def test_switch_replaces_the_text_and_is_remembered(site):
     norm, decode = [(site / names.source_page(UP, p)).as_uri() for p in (NORM, DECODE)]
     with chromium(1600, 1000, languages="en-US,en") as d:
         d.get(norm)
-        head = d.find_element(By.CSS_SELECTOR, "aside.note.fn h4")
+        head = d.find_element(By.CSS_SELECTOR, "aside.note.fn h3")
         assert head.text == "SUMMARY" and d.title.startswith("include/demo/norm.cuh")
         d.find_element(By.ID, "lang").click()
         assert _lang(d) == "zh" and head.text == "概述"  # replaced, not added beside
@@ -315,7 +315,7 @@ def test_lang_parameter_makes_a_link_shareable(site):
     norm = (site / names.source_page(UP, NORM)).as_uri()
     with chromium(1000, 800, languages="zh-CN,zh") as d:
         d.get(norm + "?lang=en")
-        assert _lang(d) == "en" and d.find_element(By.CSS_SELECTOR, "aside.note.fn h4").text == "SUMMARY"
+        assert _lang(d) == "en" and d.find_element(By.CSS_SELECTOR, "aside.note.fn h3").text == "SUMMARY"
         d.get(norm)  # following links keeps the language the link asked for
         assert _lang(d) == "en"
         d.get(norm + "?lang=zh#L21")
