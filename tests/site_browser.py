@@ -58,7 +58,7 @@ def install_axe() -> Path:
         npm = shutil.which("npm")
         if npm is None:
             raise RuntimeError("axe-core is not installed and npm is not on PATH (scripts/test.sh installs both)")
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(AXE_DIR)],
+        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(AXE_DIR)],
                        check=True, capture_output=True, timeout=300)
     return AXE_JS
 
