@@ -383,7 +383,8 @@ def test_two_entries_for_one_definition(tmp_config, index, root):
 
 def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(tmp_config, index, root, monkeypatch):
     # The archive route ships no hopper/ headers: notes on them cannot be checked there, which
-    # is a warning, while a path that is not in the pin at all stays an error.
+    # is said (info: a limit of the checkout, not a fault of the notes, so `--strict` passes on an
+    # archive-fetched cache), while a path that is not in the pin at all stays an error.
     import annotate.fetch.api as fetch_api
 
     absent = "include/demo/hopper.cuh"
@@ -391,9 +392,10 @@ def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(
     write_annotation(root, UP, absent, f"upstream: {UP}\npath: {absent}\nfunctions:\n  demo::f: {{summary: x}}\n",
                      config=tmp_config)
     r = check(tmp_config, index, root, f"upstream: {UP}\npath: include/demo/nrom.cuh\n", name="include/demo/nrom.cuh")
-    assert only(r, "not-in-checkout").severity == "warning"
+    assert only(r, "not-in-checkout").severity == "info"
     assert only(r, "missing-file").severity == "error"
     assert r.counts()["unchecked"] == 1 and r.counts()["broken"] == 0
+    assert r.exit_code(strict=True) == 1  # the missing file; the unchecked one alone would pass
 
 
 def test_harness_must_name_a_runnable_kernel(tmp_config, index, root):

@@ -430,7 +430,7 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
     if s.index.has_file(upstream, path):
         return True, False, []
     if path in s.absent(upstream):
-        return False, True, [at_key("path", "warning", f"{path} is part of the {upstream} pin but this checkout "
+        return False, True, [at_key("path", "info", f"{path} is part of the {upstream} pin but this checkout "
                                     "lacks it (the route it was fetched by does not ship it); its notes are not checked",
                                     "not-in-checkout", "`annotate fetch --via git --force` fetches the whole pin")]
     paths = s.index.paths(upstream)
@@ -814,11 +814,11 @@ def _ref_diagnostic(s: _Session, ref: str, disp: str, line, col) -> Diagnostic |
     up, _, rest = ref.partition(":")
     absent = s.absent(up) if up else frozenset()
     if rest in absent:
-        return Diagnostic("warning", f"ref '{ref}': part of the pin but not in this checkout "
+        return Diagnostic("info", f"ref '{ref}': part of the pin but not in this checkout "
                           "(the route it was fetched by does not ship it); not checked",
                           file=disp, line=line, column=col, code="not-in-checkout")
     if absent and "/" not in rest and not rest.endswith(SOURCE_SUFFIXES):
-        return Diagnostic("warning", f"{why}; this checkout lacks {len(absent)} files of the "
+        return Diagnostic("info", f"{why}; this checkout lacks {len(absent)} files of the "
                           "pin, which may define it: not checked", file=disp, line=line, column=col,
                           code="not-in-checkout", detail="`annotate fetch --via git --force` fetches the whole pin")
     return Diagnostic("error", why, file=disp, line=line, column=col, code="bad-ref")
