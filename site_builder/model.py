@@ -823,7 +823,7 @@ class GuardView:
     text: str
     where: Link  # file:line of the condition
     decided: bool  # False: the parameters leave it open, both ways are on the page
-    note: str  # what it means at run time (the rules' words), "" when none
+    note: str | Label  # what it means at run time (the rules' words, in both languages), "" when none
 
 
 @dataclass(frozen=True)
@@ -844,7 +844,7 @@ class HopView:
     written: str  # that code
     guards: tuple[GuardView, ...]
     dispatch: tuple[DispatchView, ...]
-    detail: str  # the trace's own words (data)
+    detail: str | Label  # the trace's own words, in both languages where trace_words.yaml reads them
     binds: str  # template arguments it binds, "T=cutlass::half_t, Is_causal=true"
 
 
@@ -860,7 +860,7 @@ class TraceNode:
 
 @dataclass(frozen=True)
 class DeadEndView:
-    reason: str
+    reason: str | Label
     hops: tuple[HopView, ...]
 
 

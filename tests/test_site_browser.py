@@ -279,11 +279,18 @@ def test_trace_pages_in_both_languages(trace_site):
     with chromium(1600, 1000, languages="zh-CN,zh") as d:
         for page in pages:
             d.get(page.as_uri())
-            # the trace's own words (its details, the rules' notes on conditions) are data, as code
-            # is, and so are the fixture's file names on the home page (csrc/dispatch.h)
+            # the fixture's file names on the home page (csrc/dispatch.h) are data; the trace's own
+            # words (its details, the rules' notes on conditions) name code as they go
+            # (`launch = &run_attn`), so they are checked on their own below
             text = d.execute_script(VISIBLE_TEXT.replace("code,", "code, .hx, .gn, table.files,"))
             found = [p for p in phrases if re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", text)]
             assert not found, (page.name, found)
+            # ... and are in Chinese (trace_words.yaml, the rules' note_zh), none of them marked
+            # as English left untranslated
+            own = d.execute_script("return [...document.querySelectorAll('.hx, .gn')].filter(e => e.checkVisibility())"
+                                   ".map(e => [e.innerText, !!e.querySelector('.fb')])")
+            assert [t for t, fb in own if fb or not re.search(r"[\u4e00-\u9fff]", t)] == [], page.name
+            assert any("加载于" in t for t, _ in own) or page.name != "pkg.ops.norm.html"  # a JIT hop's detail
             assert "到达内核" in text or page.name != "pkg.ops.norm.html"
     with chromium(1600, 1000, languages="en-US,en") as d:
         for page in pages:

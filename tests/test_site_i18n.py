@@ -37,6 +37,10 @@ def _used_ids() -> set[str]:
         found |= set(pattern.findall(text))
         found |= {x for x in re.findall(r"""["']((?:js|runs|note|xr|badge)\.[a-z_]+)["']""", text)
                   if not x.endswith(("css", "js", "html"))}
+    # the messages the trace's own words read as (site_builder/trace_words.yaml)
+    from site_builder.traces import words_rules
+
+    found |= {mid for rows in words_rules().values() for _, mid in rows}
     return found
 
 
