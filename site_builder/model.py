@@ -66,7 +66,7 @@ class Link:
 
     label: str | Label
     href: str | None = None
-    title: str | Msg = ""
+    title: str | Msg | Label = ""
 
 
 @dataclass(frozen=True)
@@ -732,13 +732,13 @@ class RecordView:
 @dataclass(frozen=True)
 class RunsView:
     kernel: str
-    title: str
+    title: str | Label  # spec.yaml title / title_zh
     upstream: str
     symbols: tuple[Link, ...]
     launchers: tuple[Link, ...]
     command: str
     baseline: str
-    notes: str
+    notes: str | Label  # spec.yaml notes / notes_zh
     bound: str
     dtypes: tuple[str, ...]
     spec_path: str  # relative to the repository
@@ -775,8 +775,8 @@ class IdentityView:
     verdict: str
     verdict_label: str | Msg
     summary: Msg  # how many of the kernels compared are identical
-    route: str
-    notes: str
+    route: str | Label  # the recipe's words, in Chinese too while the recipe is unchanged
+    notes: str | Label
     only_harness: tuple[str, ...]
     only_upstream: tuple[str, ...]
     upstream_sources: tuple[str, ...]

@@ -291,6 +291,7 @@ def test_trace_pages_in_both_languages(trace_site):
                                    ".map(e => [e.innerText, !!e.querySelector('.fb')])")
             assert [t for t, fb in own if fb or not re.search(r"[\u4e00-\u9fff]", t)] == [], page.name
             assert any("加载于" in t for t, _ in own) or page.name != "pkg.ops.norm.html"  # a JIT hop's detail
+            assert d.execute_script(ENGLISH_PROSE) == [], page.name
             assert "到达内核" in text or page.name != "pkg.ops.norm.html"
     with chromium(1600, 1000, languages="en-US,en") as d:
         for page in pages:
@@ -318,6 +319,26 @@ while (w.nextNode()) {
   out.push(n.textContent);
 }
 return out.join('\\n');
+"""
+
+
+# English prose on a Chinese page that is not the catalogue's: data in English (a harness title,
+# an identity card's route, a trace's words) with no Chinese beside it. A text node of three or
+# more lowercase English words and no Chinese, outside code and the reviewers' notes, not marked
+# as an English fallback.
+ENGLISH_PROSE = """
+document.querySelectorAll('details').forEach(d => d.open = true);
+document.querySelectorAll('.mx').forEach(x => x.classList.add('open'));
+const skip = '.c, .md, code, .diag, #lang, #qr, .fb, [lang="en-x-fb"], table.files';
+const out = [];
+const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (w.nextNode()) {
+  const n = w.currentNode, el = n.parentElement, t = n.textContent.trim();
+  if (!el || !t || el.closest(skip) || !el.checkVisibility()) continue;
+  if (/[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]/.test(t)) continue;
+  if ((t.match(/(^|\s)[a-z]{2,}(?=[\s,.;:]|$)/g) || []).length >= 3) out.push(t);
+}
+return out;
 """
 
 
@@ -365,6 +386,8 @@ def test_zh_pages_show_no_english_words_of_the_site(site):
             found = [p for p in phrases if re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", text)]
             assert not found, (page.name, found)
             assert re.search(r"[\u4e00-\u9fff]", text), page.name  # and the Chinese is there
+            # nor English prose from the data (harness titles and notes, identity routes)
+            assert d.execute_script(ENGLISH_PROSE) == [], page.name
             placeholder = d.find_element(By.ID, "q").get_attribute("placeholder")
             assert placeholder.startswith("搜索"), placeholder
 
