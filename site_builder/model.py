@@ -30,7 +30,7 @@ class Msg:
     switches between (site_builder.i18n)."""
 
     id: str
-    args: tuple[tuple[str, str | int | float], ...] = ()
+    args: tuple[tuple[str, "str | int | float | Label | Msg"], ...] = ()  # a label or message: in each language
 
 
 def msg(id: str, **args: str | int | float) -> Msg:
@@ -108,7 +108,7 @@ class Mark:
     line: int
     abbr: str  # the short label on the marker
     css: str  # its colour class
-    detail: str | Msg  # what it stands for (the hover text): data, or words in both languages
+    detail: str | Msg | Label  # what it stands for (the hover text): data, or words in both languages
     check: MarkCheck | None = None  # a fact the compiler confirmed (or not)
     body: MarkBody | None = None  # drawn as a button that shows this under the line
     bar: int = 0  # a small bar in the marker, 0-100 (a profile's share of samples)
