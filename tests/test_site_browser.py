@@ -326,7 +326,7 @@ return out.join('\\n');
 # an identity card's route, a trace's words) with no Chinese beside it. A text node of three or
 # more lowercase English words and no Chinese, outside code and the reviewers' notes, not marked
 # as an English fallback.
-ENGLISH_PROSE = """
+ENGLISH_PROSE = r"""
 document.querySelectorAll('details').forEach(d => d.open = true);
 document.querySelectorAll('.mx').forEach(x => x.classList.add('open'));
 const skip = '.c, .md, code, .diag, #lang, #qr, .fb, [lang="en-x-fb"], table.files';
