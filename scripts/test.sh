@@ -32,6 +32,17 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   fi
 fi
 
+# axe-core (the accessibility engine of the browsers' dev tools) for the browser tests, from the
+# npm registry into tests/axe/node_modules; Debian's nodejs + npm provide npm.
+if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "== installing nodejs + npm (for axe-core) =="
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+if [ ! -f tests/axe/node_modules/axe-core/axe.min.js ]; then
+  echo "== installing axe-core (npm) =="
+  npm install --no-audit --no-fund --prefix tests/axe >/dev/null
+fi
+
 echo "== fetching the pinned sources (archive route, verified against the committed locks) =="
 "$BIN/annotate" fetch --via "${ANNOTATE_FETCH_VIA:-archive}"
 "$BIN/annotate" status

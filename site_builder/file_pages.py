@@ -35,7 +35,7 @@ from site_builder.compiled import (
 )
 from site_builder.context import (SiteContext, definition_link, label, ref_link, runs_link, symbol_link,
                                   text_view, trace_link)
-from site_builder.facts import fact_label, fact_style
+from site_builder.facts import fact_label, fact_style, fact_words
 from site_builder.model import (
     CallGraph,
     CallNote,
@@ -193,7 +193,8 @@ def fact_marks(scope: FileScope, sym: Symbol | None) -> Iterable[Mark]:
     checked = scope.compiled.facts if scope.compiled is not None else {}
     for f in sorted(scope.facts_by_symbol.get(sym.key, ()), key=lambda f: (f.line, f.kind)):
         abbr, css = fact_style(f.kind)
-        yield Mark(FACT_SOURCE, f.kind, f.line, abbr, css, f.detail, check=fact_check(checked.get((f.line, f.rule), ())))
+        yield Mark(FACT_SOURCE, f.kind, f.line, abbr, css, fact_words(f.rule, f.detail),
+                   check=fact_check(checked.get((f.line, f.rule), ())))
 
 
 CHECK_SIGNS = {"confirmed": ("ok", "✓"), "nearby": ("near", "≈"), "not-confirmed": ("no", "✗"), "no-code": ("none", "∅")}

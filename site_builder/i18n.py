@@ -76,10 +76,20 @@ def text(m: Msg, lang: str) -> str | None:
     form = entry.get(lang)
     if form is None:
         return None
-    args = dict(m.args)
+    args = {k: _arg(v, lang) for k, v in m.args}
     form = _PLURAL.sub(lambda p: (p.group(2) if args[p.group(1)] == 1 else p.group(3)).replace("{", "{{")
                        .replace("}", "}}"), form)
     return form.format(**args)
+
+
+def _arg(v, lang: str):
+    """A placeholder's value in `lang`: data as it is; a label or message in that language (the
+    other where it has none)."""
+    if isinstance(v, Label):
+        return (v.en if lang == "en" else v.zh) or v.en or v.zh or ""
+    if isinstance(v, Msg):
+        return text(v, lang) or text(v, LANGS[1 - LANGS.index(lang)]) or ""
+    return v
 
 
 @lru_cache(maxsize=8192)

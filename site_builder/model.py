@@ -30,7 +30,7 @@ class Msg:
     switches between (site_builder.i18n)."""
 
     id: str
-    args: tuple[tuple[str, str | int | float], ...] = ()
+    args: tuple[tuple[str, "str | int | float | Label | Msg"], ...] = ()  # a label or message: in each language
 
 
 def msg(id: str, **args: str | int | float) -> Msg:
@@ -66,7 +66,7 @@ class Link:
 
     label: str | Label
     href: str | None = None
-    title: str | Msg = ""
+    title: str | Msg | Label = ""
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Mark:
     line: int
     abbr: str  # the short label on the marker
     css: str  # its colour class
-    detail: str | Msg  # what it stands for (the hover text): data, or words in both languages
+    detail: str | Msg | Label  # what it stands for (the hover text): data, or words in both languages
     check: MarkCheck | None = None  # a fact the compiler confirmed (or not)
     body: MarkBody | None = None  # drawn as a button that shows this under the line
     bar: int = 0  # a small bar in the marker, 0-100 (a profile's share of samples)
@@ -737,13 +737,13 @@ class RecordView:
 @dataclass(frozen=True)
 class RunsView:
     kernel: str
-    title: str
+    title: str | Label  # spec.yaml title / title_zh
     upstream: str
     symbols: tuple[Link, ...]
     launchers: tuple[Link, ...]
     command: str
     baseline: str
-    notes: str
+    notes: str | Label  # spec.yaml notes / notes_zh
     bound: str
     dtypes: tuple[str, ...]
     spec_path: str  # relative to the repository
@@ -780,8 +780,8 @@ class IdentityView:
     verdict: str
     verdict_label: str | Msg
     summary: Msg  # how many of the kernels compared are identical
-    route: str
-    notes: str
+    route: str | Label  # the recipe's words, in Chinese too while the recipe is unchanged
+    notes: str | Label
     only_harness: tuple[str, ...]
     only_upstream: tuple[str, ...]
     upstream_sources: tuple[str, ...]
@@ -828,7 +828,7 @@ class GuardView:
     text: str
     where: Link  # file:line of the condition
     decided: bool  # False: the parameters leave it open, both ways are on the page
-    note: str  # what it means at run time (the rules' words), "" when none
+    note: str | Label  # what it means at run time (the rules' words, in both languages), "" when none
 
 
 @dataclass(frozen=True)
@@ -849,7 +849,7 @@ class HopView:
     written: str  # that code
     guards: tuple[GuardView, ...]
     dispatch: tuple[DispatchView, ...]
-    detail: str  # the trace's own words (data)
+    detail: str | Label  # the trace's own words, in both languages where trace_words.yaml reads them
     binds: str  # template arguments it binds, "T=cutlass::half_t, Is_causal=true"
 
 
@@ -865,7 +865,7 @@ class TraceNode:
 
 @dataclass(frozen=True)
 class DeadEndView:
-    reason: str
+    reason: str | Label
     hops: tuple[HopView, ...]
 
 

@@ -130,7 +130,9 @@ class _CodeMarkup:
         self.module = mod
 
     def draw_mark(self, x) -> str:
-        if x.body or x.check:  # a button with its panel, a marker with the compiler's check: the macro
+        if x.body or x.check or not isinstance(x.detail, str):
+            # a button with its panel, a marker with the compiler's check or with words in both
+            # languages: the macro itself
             return str(self.module.mark(x))
         lits, order = self.mark
         values = [str(escape(getattr(x, self.mark_fields[i]))) for i in order]

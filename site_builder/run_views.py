@@ -12,7 +12,7 @@ from pathlib import Path
 from annotate.harness.record import CheckResult, Comparison, RunRecord, TimedShape
 from site_builder import names
 from site_builder.context import SiteContext, symbol_link
-from site_builder.model import (CheckView, IdentityKernelView, IdentityView, Link, Msg, ProfileRun, RecordView,
+from site_builder.model import (CheckView, IdentityKernelView, IdentityView, Label, Link, Msg, ProfileRun, RecordView,
                                 RunnableRow, RunsPage, RunsView, TimingView, msg)
 from site_builder.runs import KernelRuns, RecordFile
 
@@ -33,9 +33,10 @@ def runs_page(ctx: SiteContext, kr: KernelRuns) -> RunsPage:
         return tuple(out)
 
     view = RunsView(
-        kernel=spec.name, title=spec.title, upstream=spec.upstream,
+        kernel=spec.name, title=spec_title(spec), upstream=spec.upstream,
         symbols=links(spec.symbols), launchers=links(spec.launchers),
-        command=f"annotate run {spec.name}", baseline=spec.baseline, notes=spec.notes.strip(),
+        command=f"annotate run {spec.name}", baseline=spec.baseline,
+        notes=Label(spec.notes.strip(), spec.notes_zh.strip() or None) if spec.notes.strip() else "",
         bound=spec.bound, dtypes=tuple(spec.dtypes), spec_path=shown_path(spec.spec_file, ctx.repo_root),
         records=tuple(record_view(i + 1, rf, ctx.repo_root) for i, rf in enumerate(kr.records)),
         problems=tuple(kr.problems) + compiled.problems if compiled else tuple(kr.problems),
@@ -43,6 +44,25 @@ def runs_page(ctx: SiteContext, kr: KernelRuns) -> RunsPage:
     )
     return RunsPage(page, names.root_prefix(page),
                     names.rel_href(page, names.INDEX_PAGE, names.runnable_anchor()), view)
+
+
+def spec_title(spec) -> Label:
+    """A harness's title in both languages (spec.yaml `title`, `title_zh`)."""
+    return Label(spec.title, spec.title_zh or None)
+
+
+def _recipe(ctx: SiteContext, kernel: str):
+    """The kernel's identity recipe (identity.yaml), None where it has none or it does not load."""
+    from annotate.errors import AnnotateError
+    from annotate.harness.identity import load_recipe
+
+    spec = next((kr.spec for kr in ctx.runs if kr.spec.name == kernel), None)
+    if spec is None:
+        return None
+    try:
+        return load_recipe(spec)
+    except AnnotateError:
+        return None
 
 
 def compiled_parts(ctx: SiteContext, page: str, kernel: str) -> dict:
@@ -63,12 +83,15 @@ def compiled_parts(ctx: SiteContext, page: str, kernel: str) -> dict:
     profiles = tuple(ProfileRun(p.shape, p.device or DASH, view.profile_is_current(p),
                                 tuple(short_kernel_name(k.name, 200) for k in p.kernels),
                                 f"{sum(k.samples for k in p.kernels):,}") for p in view.profiles)
-    return {"identity": tuple(identity_view(c) for c in view.identity), "compiled": rows,
+    recipe = _recipe(ctx, kernel) if view.identity else None
+    return {"identity": tuple(identity_view(c, recipe) for c in view.identity), "compiled": rows,
             "compiled_files": tuple(files), "profiles": profiles}
 
 
-def identity_view(card) -> IdentityView:
-    """An identity card (annotate.harness.identity.IdentityCard) as text; its words are data."""
+def identity_view(card, recipe=None) -> IdentityView:
+    """An identity card (annotate.harness.identity.IdentityCard) as text. Its route and notes are
+    the recipe's words when it was made (the record keeps the English); their Chinese is the
+    recipe's (identity.yaml `route_zh`, `notes_zh`) while the recipe still says the same."""
     from annotate.harness.ptxas import short_kernel_name
 
     def label(status: str) -> str | Msg:
@@ -83,9 +106,16 @@ def identity_view(card) -> IdentityView:
         verdict_label=label(card.verdict),
         summary=msg("identity.counted", same=sum(1 for k in card.kernels if k.status == "identical"),
                     n=len(card.kernels)),
-        route=card.route, notes=card.notes,
+        route=_bilingual(card.route, recipe.route if recipe else None, recipe.route_zh if recipe else ""),
+        notes=_bilingual(card.notes, recipe.notes if recipe else None, recipe.notes_zh if recipe else ""),
         only_harness=tuple(card.only_harness), only_upstream=tuple(card.only_upstream),
         upstream_sources=tuple(card.upstream_sources), upstream_kernels=card.upstream_kernels, kernels=kernels)
+
+
+def _bilingual(recorded: str, now: str | None, zh: str) -> str | Label:
+    if not recorded:
+        return recorded
+    return Label(recorded, (zh or None) if " ".join(recorded.split()) == now else None)
 
 
 def runnable_rows(ctx: SiteContext, page: str) -> tuple[RunnableRow, ...]:
@@ -94,11 +124,11 @@ def runnable_rows(ctx: SiteContext, page: str) -> tuple[RunnableRow, ...]:
     for kr in ctx.runs:
         name = kr.spec.name
         if not kr.records:
-            link = Link(name, names.rel_href(page, names.runs_page(name)), kr.spec.title)
+            link = Link(name, names.rel_href(page, names.runs_page(name)), spec_title(kr.spec))
             rows.append(RunnableRow(link, msg("runs.no_record"), False, "", DASH, DASH, DASH, False))
             continue
         for i, rf in enumerate(kr.records):
-            link = Link(name, names.rel_href(page, names.runs_page(name), names.record_anchor(i + 1)), kr.spec.title)
+            link = Link(name, names.rel_href(page, names.runs_page(name), names.record_anchor(i + 1)), spec_title(kr.spec))
             r = rf.run
             t = headline(r)
             rows.append(RunnableRow(

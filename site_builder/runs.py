@@ -126,7 +126,7 @@ def stat_paths(config: Config) -> list[Path]:
     kd = config.kernels_dir
     out: list[Path] = []
     if kd.is_dir():
-        out += sorted(kd.glob("*/spec.yaml"))
+        out += sorted(kd.glob("*/spec.yaml")) + sorted(kd.glob("*/identity.yaml"))  # titles, routes
     base = config.committed_results_dir()
     if base.is_dir():
         out += sorted(p for p in base.rglob("*.json"))

@@ -33,7 +33,7 @@ from site_builder.model import (
     IndexPage,
     UpstreamView,
 )
-from site_builder.traces import GuardData, HopData, TraceData
+from site_builder.traces import GuardData, HopData, TraceData, note_words, trace_words
 from site_builder.run_views import runnable_rows
 
 
@@ -241,15 +241,16 @@ def trace_page(ctx: SiteContext, t: TraceData) -> TracePage:
 
     def hop_view(h: HopData) -> HopView:
         where = _line_link(ctx, page, h.upstream, h.path, h.line)
-        target = symbol_link(ctx, page, h.dst, label=h.target) if h.dst else Link(h.target)
+        target = symbol_link(ctx, page, h.dst, label=h.target) if h.dst else Link(trace_words(h.target, "targets"))
         guards = tuple(guard_view(h.upstream, g) for g in h.guards)
         dispatch = tuple(DispatchView(d.macro, _where_link(ctx, page, h.upstream, d.defined_at), d.branches, d.total,
                                       d.generated) for d in h.dispatch)
-        return HopView(h.kind, _hop_label(h.kind), where, target, h.written, guards, dispatch, h.detail,
+        return HopView(h.kind, _hop_label(h.kind), where, target, h.written, guards, dispatch, trace_words(h.detail),
                        ", ".join(f"{a}={b}" for a, b in h.binds))
 
     def guard_view(upstream: str, g: GuardData) -> GuardView:
-        return GuardView(g.text, _line_link(ctx, page, upstream, g.path, g.line), g.decided is not None, g.note)
+        return GuardView(g.text, _line_link(ctx, page, upstream, g.path, g.line), g.decided is not None,
+                         note_words(g.note))
 
     # the tree: a node per distinct hop under the same parent
     roots: dict = {}
@@ -285,7 +286,7 @@ def trace_page(ctx: SiteContext, t: TraceData) -> TracePage:
         command=f"annotate trace {t.entry}" + (f" --when '{when}'" if when else ""),
         steps=tuple(steps), roots=build(roots), chains=len(t.chains), kernels=kernels,
         undecided=tuple(guard_view(upstream, g) for g in t.undecided),
-        dead_ends=tuple(DeadEndView(d.reason, tuple(hop_view(h) for h in d.hops)) for d in t.dead_ends),
+        dead_ends=tuple(DeadEndView(trace_words(d.reason), tuple(hop_view(h) for h in d.hops)) for d in t.dead_ends),
         truncated=t.truncated)
 
 

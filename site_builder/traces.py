@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from annotate.index.crosslang import Entry
     from annotate.index.trace import Hop, Trace
     from annotate.project import Project
+    from site_builder.model import Label, Msg
 
 CACHE_VERSION = "1"
 KEEP = 3  # cache files kept (the newest)
@@ -179,3 +181,108 @@ def load_traces(project: "Project") -> tuple[TraceData, ...]:
     except OSError:
         pass  # a read-only cache: the build goes on without keeping them
     return found
+
+
+# ---- the trace's words in the reader's language ---------------------------------------------------
+# trace.py writes its details, dead-end reasons and module labels in English; trace_words.yaml
+# reads them back into catalogue messages, and the rules give their notes and build lines in
+# Chinese (`note_zh`, `built_by_zh`). What nothing reads is shown as it is, marked as English.
+
+WORDS_FILE = Path(__file__).parent / "trace_words.yaml"
+
+
+def _load_words() -> dict[str, tuple[tuple[Any, str], ...]]:
+    import re
+
+    from annotate.yamlpos import decode, load_yaml, read_bytes
+    from site_builder.i18n import CatalogueError, catalogue, placeholders
+
+    data = load_yaml(decode(read_bytes(WORDS_FILE))).data
+    out = {}
+    for part in ("details", "targets"):
+        rows = []
+        for i, r in enumerate(data.get(part) or []):
+            where = f"{WORDS_FILE.name}: {part}[{i}]"
+            try:
+                rx = re.compile(str(r["pattern"]) + r"(?=; |$)")
+            except (KeyError, TypeError, re.error) as exc:
+                raise CatalogueError(f"{where}: a pattern (a regex) and a message are needed ({exc})") from None
+            mid = str(r.get("message", ""))
+            entry = catalogue().get(mid)
+            if entry is None:
+                raise CatalogueError(f"{where}: no message {mid!r} in messages.yaml")
+            if placeholders(entry["en"], plurals=False) != set(rx.groupindex):
+                raise CatalogueError(f"{where}: the pattern's groups are not the placeholders of {mid}")
+            rows.append((rx, mid))
+        out[part] = tuple(rows)
+    return out
+
+
+@lru_cache(maxsize=1)
+def words_rules() -> dict[str, tuple[tuple[Any, str], ...]]:
+    return _load_words()
+
+
+def _rule_zh() -> dict[str, str]:
+    """The rules' English notes and build lines -> their Chinese, where the rules give one."""
+    from annotate.index.crosslang import rules
+
+    r = rules()
+    out = {v.note: v.note_zh for v in r.variables if v.note and v.note_zh}
+    out.update({e.built_by: e.built_by_zh for e in r.extensions if e.built_by and e.built_by_zh})
+    return out
+
+
+def read_words(text: str, part: str = "details") -> "list[Msg] | None":
+    """The catalogue messages `text` reads as, one per "; "-separated part, or None when some
+    part reads as nothing (trace_words.yaml's `part` patterns)."""
+    from site_builder.model import Msg
+
+    out, pos = [], 0
+    while pos < len(text):
+        for rx, mid in words_rules()[part]:
+            m = rx.match(text, pos)
+            if m:
+                out.append(Msg(mid, tuple(sorted(m.groupdict().items()))))
+                pos = m.end() + (2 if text.startswith("; ", m.end()) else 0)
+                break
+        else:
+            return None
+    return out
+
+
+def trace_words(text: str, part: str = "details") -> "str | Label":
+    """One of the trace's English texts in both languages: a Label whose Chinese is made of the
+    catalogue messages its parts read as (their values as they are, but for a rules' build
+    line, which the rules give in Chinese, and a module named as a target); zh None (the page marks the English) when some part
+    reads as nothing."""
+    from site_builder.i18n import text as say
+    from site_builder.model import Label, Msg
+
+    if not text:
+        return text
+    msgs = read_words(text, part)
+    if msgs is None:
+        return Label(text, None)
+    zh_rules = _rule_zh()
+
+    def zh_value(name: str, value: str) -> str:
+        if name == "target" and part == "details":  # a dead end's module: "extension module X"
+            got = trace_words(value, "targets")
+            return got.zh if isinstance(got, Label) and got.zh else value
+        return zh_rules.get(value, value)
+
+    zh = [say(Msg(m.id, tuple((k, zh_value(k, v)) for k, v in m.args)), "zh") for m in msgs]
+    return Label(text, "；".join(zh))
+
+
+def note_words(note: str) -> "str | Label":
+    """A condition's note (the rules' words, several joined by a space) in both languages."""
+    from site_builder.model import Label
+
+    if not note:
+        return note
+    zh = note
+    for en, z in sorted(_rule_zh().items(), key=lambda kv: -len(kv[0])):
+        zh = zh.replace(en, z)
+    return Label(note, zh if zh != note else None)

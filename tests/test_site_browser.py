@@ -279,11 +279,19 @@ def test_trace_pages_in_both_languages(trace_site):
     with chromium(1600, 1000, languages="zh-CN,zh") as d:
         for page in pages:
             d.get(page.as_uri())
-            # the trace's own words (its details, the rules' notes on conditions) are data, as code
-            # is, and so are the fixture's file names on the home page (csrc/dispatch.h)
+            # the fixture's file names on the home page (csrc/dispatch.h) are data; the trace's own
+            # words (its details, the rules' notes on conditions) name code as they go
+            # (`launch = &run_attn`), so they are checked on their own below
             text = d.execute_script(VISIBLE_TEXT.replace("code,", "code, .hx, .gn, table.files,"))
             found = [p for p in phrases if re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", text)]
             assert not found, (page.name, found)
+            # ... and are in Chinese (trace_words.yaml, the rules' note_zh), none of them marked
+            # as English left untranslated
+            own = d.execute_script("return [...document.querySelectorAll('.hx, .gn')].filter(e => e.checkVisibility())"
+                                   ".map(e => [e.innerText, !!e.querySelector('.fb')])")
+            assert [t for t, fb in own if fb or not re.search(r"[\u4e00-\u9fff]", t)] == [], page.name
+            assert any("加载于" in t for t, _ in own) or page.name != "pkg.ops.norm.html"  # a JIT hop's detail
+            assert d.execute_script(ENGLISH_PROSE) == [], page.name
             assert "到达内核" in text or page.name != "pkg.ops.norm.html"
     with chromium(1600, 1000, languages="en-US,en") as d:
         for page in pages:
@@ -311,6 +319,26 @@ while (w.nextNode()) {
   out.push(n.textContent);
 }
 return out.join('\\n');
+"""
+
+
+# English prose on a Chinese page that is not the catalogue's: data in English (a harness title,
+# an identity card's route, a trace's words) with no Chinese beside it. A text node of three or
+# more lowercase English words and no Chinese, outside code and the reviewers' notes, not marked
+# as an English fallback.
+ENGLISH_PROSE = r"""
+document.querySelectorAll('details').forEach(d => d.open = true);
+document.querySelectorAll('.mx').forEach(x => x.classList.add('open'));
+const skip = '.c, .md, code, .diag, #lang, #qr, .fb, [lang="en-x-fb"], table.files';
+const out = [];
+const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (w.nextNode()) {
+  const n = w.currentNode, el = n.parentElement, t = n.textContent.trim();
+  if (!el || !t || el.closest(skip) || !el.checkVisibility()) continue;
+  if (/[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]/.test(t)) continue;
+  if ((t.match(/(^|\s)[a-z]{2,}(?=[\s,.;:]|$)/g) || []).length >= 3) out.push(t);
+}
+return out;
 """
 
 
@@ -358,6 +386,8 @@ def test_zh_pages_show_no_english_words_of_the_site(site):
             found = [p for p in phrases if re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", text)]
             assert not found, (page.name, found)
             assert re.search(r"[\u4e00-\u9fff]", text), page.name  # and the Chinese is there
+            # nor English prose from the data (harness titles and notes, identity routes)
+            assert d.execute_script(ENGLISH_PROSE) == [], page.name
             placeholder = d.find_element(By.ID, "q").get_attribute("placeholder")
             assert placeholder.startswith("搜索"), placeholder
 
@@ -391,7 +421,7 @@ def test_switch_replaces_the_text_and_is_remembered(site):
     norm, decode = [(site / names.source_page(UP, p)).as_uri() for p in (NORM, DECODE)]
     with chromium(1600, 1000, languages="en-US,en") as d:
         d.get(norm)
-        head = d.find_element(By.CSS_SELECTOR, "aside.note.fn h4")
+        head = d.find_element(By.CSS_SELECTOR, "aside.note.fn h3")
         assert head.text == "SUMMARY" and d.title.startswith("include/demo/norm.cuh")
         d.find_element(By.ID, "lang").click()
         assert _lang(d) == "zh" and head.text == "概述"  # replaced, not added beside
@@ -419,7 +449,7 @@ def test_lang_parameter_makes_a_link_shareable(site):
     norm = (site / names.source_page(UP, NORM)).as_uri()
     with chromium(1000, 800, languages="zh-CN,zh") as d:
         d.get(norm + "?lang=en")
-        assert _lang(d) == "en" and d.find_element(By.CSS_SELECTOR, "aside.note.fn h4").text == "SUMMARY"
+        assert _lang(d) == "en" and d.find_element(By.CSS_SELECTOR, "aside.note.fn h3").text == "SUMMARY"
         d.get(norm)  # following links keeps the language the link asked for
         assert _lang(d) == "en"
         d.get(norm + "?lang=zh#L21")

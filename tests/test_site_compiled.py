@@ -145,7 +145,7 @@ def test_fact_markers_carry_the_compilers_verdict_with_the_index_words(ctx):
     (legend,) = [lg for lg in plan.legends if lg.source == "check"]
     assert [(e.kind, e.abbr, e.count) for e in legend.entries] == [("ok", "✓", 4)]
     html = _html(ctx, NORM)
-    assert '<sup class="fm fc3" title="barrier: __syncthreads">B</sup><sup class="fx ok"' in html
+    assert '<sup class="fm fc3" tabindex=0 title="barrier: __syncthreads">B</sup><sup class="fx ok" tabindex=0' in html
 
 
 def _check(status, **kw) -> tuple[str, FactCheck]:

@@ -37,6 +37,10 @@ def _used_ids() -> set[str]:
         found |= set(pattern.findall(text))
         found |= {x for x in re.findall(r"""["']((?:js|runs|note|xr|badge)\.[a-z_]+)["']""", text)
                   if not x.endswith(("css", "js", "html"))}
+    # the messages the trace's own words read as (site_builder/trace_words.yaml)
+    from site_builder.traces import words_rules
+
+    found |= {mid for rows in words_rules().values() for _, mid in rows}
     return found
 
 
@@ -117,3 +121,31 @@ def test_kinds_and_fact_kinds_the_catalogue_does_not_know_show_as_they_are():
     assert kind_label("kernel") == Msg("kind.kernel") and kind_label("struct") == Msg("kind.struct")
     assert kind_label("concept") == "concept"
     assert fact_label("barrier") == Msg("fact.barrier") and fact_label("new-kind") == "new kind"
+
+
+def test_every_fact_rule_with_words_has_them_in_chinese():
+    """fact_words.yaml gives every memory-fact rule whose detail template has words its Chinese,
+    with the same placeholders and Chinese in it, and names no rule the index does not have; a
+    detail reads back through its rule's template into both languages."""
+    import string
+
+    from annotate.index.facts import rules
+    from annotate.yamlpos import decode, load_yaml, read_bytes
+    from site_builder.facts import FACT_WORDS, fact_words, has_words
+
+    zh = load_yaml(decode(read_bytes(FACT_WORDS))).data
+    ids = {r.id: r for r in rules()}
+    assert set(zh) <= set(ids), sorted(set(zh) - set(ids))
+
+    def fields(t: str) -> set[str]:
+        return {f for _, f, _, _ in string.Formatter().parse(t) if f}
+
+    for rid, r in ids.items():
+        if has_words(r.detail):
+            assert rid in zh and CJK.search(zh[rid]) and fields(zh[rid]) == fields(r.detail), rid
+    assert has_words("inline PTX {m}") and not has_words("cp_async::{m}") and not has_words("{callee}")
+    assert fact_words("shared-static", "static shared memory: __shared__ float s[4];") == Label(
+        "static shared memory: __shared__ float s[4];", "静态 shared memory：__shared__ float s[4];")
+    assert fact_words("flashinfer-cp-async", "cp_async::commit_group") == "cp_async::commit_group"
+    # a detail its template does not give back (cut at its length limit): English, marked
+    assert fact_words("cg-sync", "cg::sync() (cooperative") == Label("cg::sync() (cooperative", None)

@@ -101,7 +101,9 @@ def test_file_page_html(config):
     assert '<a href="#f-shfl_xor_sync-7">shfl_xor_sync</a>' in html
     assert 'class="e launch"' in html
     # memory facts: markers on their lines and a legend
-    assert re.search(r'<p id=L14>.*?<sup class="fm fc1" title="shared-static: [^"]*">S</sup>', html)
+    # (its words in both languages: the rule's English template read back, its Chinese filled)
+    assert re.search(r'<p id=L14>.*?<sup class="fm fc1" tabindex=0 title="访存特征 shared-static：静态 shared memory：'
+                     r'[^"]*" data-en-title="shared-static: static shared memory: [^"]*"[^>]*>S</sup>', html)
     assert '<dl class="legend">' in html
     # unresolved names stay plain text in the code
     assert "rsqrtf</a>" not in html

@@ -9,6 +9,7 @@ Local records are written into a temporary cache by the tests themselves.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from site_support import (  # noqa: E402
 
 from annotate.config import Config  # noqa: E402
 from site_builder import file_pages, names, render, run_views, site_pages  # noqa: E402
-from site_builder.model import NoteLinksPanel  # noqa: E402
+from site_builder.model import Label, NoteLinksPanel  # noqa: E402
 from site_builder.runs import load_runs, newest_local, record_paths, stat_paths  # noqa: E402
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
@@ -123,7 +124,8 @@ def test_runs_page_model(runs_config):
     rp = run_views.runs_page(ctx, kr)
     r = rp.runs
     assert rp.page == names.runs_page("rmsnorm") == "runs/rmsnorm.html" and rp.root == "../"
-    assert r.title == "Demo RMSNorm (fp16)" and r.command == "annotate run rmsnorm"
+    assert r.title == Label("Demo RMSNorm (fp16)", "演示用 RMSNorm（fp16）") and r.command == "annotate run rmsnorm"
+    assert r.notes == Label("x [batch, d], weight [d].", "x 形状为 [batch, d]，weight 为 [d]。")
     assert r.spec_path == "vendor_kernels/rmsnorm/spec.yaml"
     (sym,) = r.symbols
     assert sym.label == "demo::RMSNormKernel"
@@ -263,6 +265,25 @@ def test_runs_page_shows_the_compiled_view(runs_config):
     assert [(p.shape, p.current) for p in r.profiles] == [("n4096", True), ("n4096-old", False)]
     html = render.render_runs(run_views.runs_page(ctx, next(kr for kr in ctx.runs if kr.spec.name == "warp_decode")))
     assert 'id="identity-sm90"' in html and "demo::ParamsKernel" in html
+    # the route the record keeps, in Chinese from the recipe (identity.yaml) while it says the same
+    assert card.route == Label("made up for the site's tests: no upstream build route for the demo",
+                               "为站点测试编造：演示代码没有自己的上游构建方式")
+    assert "<span lang=zh>为站点测试编造" in html
+
+
+def test_an_identity_route_the_recipe_no_longer_says_is_shown_in_english_marked(runs_config):
+    import dataclasses
+
+    from annotate.harness.identity import load_recipe
+
+    ctx = _ctx(runs_config)
+    kr = next(kr for kr in ctx.runs if kr.spec.name == "warp_decode")
+    (card,) = ctx.compiled.views["warp_decode"].identity
+    recipe = load_recipe(kr.spec)
+    assert run_views.identity_view(card, recipe).route.zh
+    changed = dataclasses.replace(recipe, route="another route")
+    assert run_views.identity_view(card, changed).route == Label(card.route, None)
+    assert run_views.identity_view(card, None).route == Label(card.route, None)
 
 
 def test_an_unreadable_compiled_record_is_a_problem_on_its_runs_page(tmp_path):
@@ -404,3 +425,20 @@ def test_runs_page_in_chromium(runs_config, tmp_path):
         assert HOSTILE in records[2].find_element(By.TAG_NAME, "h2").text  # shown as text
         d.find_element(By.LINK_TEXT, "demo::RMSNormKernel").click()
         WebDriverWait(d, 10).until(lambda d: d.current_url.endswith("norm.cuh.html#f-RMSNormKernel-12"))
+
+
+def test_every_committed_harness_is_described_in_chinese_too():
+    """The runs pages speak the reader's language: every spec in vendor_kernels/ gives its title
+    and notes in Chinese, and every identity recipe its route and notes."""
+    from annotate.harness.identity import load_recipe
+    from annotate.harness.spec import kernel_names, load_spec
+
+    config = Config.load(environ={}, cache_dir=Path("/nonexistent"), repo_root=Path(__file__).parents[1])
+    names_ = kernel_names(config)
+    assert len(names_) >= 6
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for name in names_:
+        spec = load_spec(config, name)
+        assert cjk.search(spec.title_zh) and (cjk.search(spec.notes_zh) or not spec.notes.strip()), name
+        recipe = load_recipe(spec)
+        assert cjk.search(recipe.route_zh) and (cjk.search(recipe.notes_zh) or not recipe.notes), name

@@ -7,6 +7,7 @@ with their harnesses; "on the path of" on every function of a chain; the site's 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -167,3 +168,62 @@ def test_the_site_keeps_traces_in_its_cache(tmp_path, ix, traced, monkeypatch):
     (cached,) = (config.site_cache_dir() / "traces").glob("traces-*.json")
     cached.write_text("[{")
     assert load_traces(project) == first and calls == [1, 1]
+
+
+def _texts(t):
+    """Every detail, dead-end reason and module label of a trace (the trace's own English words)."""
+    for c in t.chains:
+        for h in c.hops:
+            yield "details", h.detail
+            if h.dst is None:
+                yield "targets", h.target
+    for d in t.dead_ends:
+        yield "details", d.reason
+        for h in d.hops:
+            yield "details", h.detail
+            if h.dst is None:
+                yield "targets", h.target
+
+
+def test_the_traces_own_words_read_into_both_languages(ctx, traced):
+    """Every detail and module label of the fixture's traces reads as catalogue messages whose
+    English gives back trace.py's text exactly (the patterns are in step with it), and the page
+    shows them in Chinese too; the rules' notes on conditions come with their Chinese."""
+    from site_builder.i18n import text as say
+    from site_builder.traces import note_words, read_words, trace_words
+
+    seen = set()
+    for et in traced:
+        for part, text in _texts(et.trace):
+            if not text:
+                continue
+            msgs = read_words(text, part)
+            assert msgs is not None, text
+            assert "; ".join(say(m, "en") for m in msgs) == text
+            seen |= {m.id for m in msgs}
+            en, zh = pair(trace_words(text, part))
+            assert en == text and zh and re.search(r"[\u4e00-\u9fff]", zh), text
+    assert {"trace.detail.wrapper", "trace.detail.jit_compiles", "trace.detail.loaded", "trace.target.jit_module",
+            "trace.detail.specialisation", "trace.detail.export"} <= seen
+    notes = {g.note for et in traced for c in et.trace.chains for h in c.hops for g in h.guards if g.note}
+    assert notes and all(pair(note_words(n))[1] for n in notes)
+    html = render_trace(site_pages.trace_page(ctx, ctx.traces[0]))
+    assert "的 JIT 模块</span>" in html and "加载于 pkg/ops.py:" in html
+    # what no pattern reads is shown in English, marked as such
+    assert pair(trace_words("a hop the site has no words for")) == ("a hop the site has no words for", None)
+
+
+def test_the_word_patterns_are_checked_against_the_catalogue(tmp_path, monkeypatch):
+    from site_builder import traces
+    from site_builder.i18n import CatalogueError
+
+    for text, why in (("details:\n  - {pattern: '(?P<x>.+)', message: trace.detail.wrapper}\n", "placeholders"),
+                      ("details:\n  - {pattern: '(', message: trace.detail.wrapper}\n", "regex"),
+                      ("details:\n  - {pattern: 'x', message: no.such}\n", "no message")):
+        bad = tmp_path / "words.yaml"
+        bad.write_text(text)
+        monkeypatch.setattr(traces, "WORDS_FILE", bad)
+        traces.words_rules.cache_clear()
+        with pytest.raises(CatalogueError, match=why):
+            traces.words_rules()
+    traces.words_rules.cache_clear()

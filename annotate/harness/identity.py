@@ -57,6 +57,8 @@ class Recipe:
     flags: tuple[str, ...]  # `{arch}` stands for the upstream arch
     arch: dict  # harness arch -> the arch upstream compiles for on that device
     notes: str = ""
+    route_zh: str = ""  # `route` and `notes` in Chinese, for the site's identity card
+    notes_zh: str = ""
 
 
 def _include(text: str, where: str) -> Include:
@@ -94,7 +96,9 @@ def parse_recipe(raw, spec: KernelSpec, where: str) -> Recipe:
                   generated=generated, python_templates=tuple(pys),
                   includes=tuple(_include(i, where) for i in lists["includes"]),
                   system_includes=lists["system_includes"], flags=lists["flags"],
-                  arch={str(k): str(v) for k, v in arch.items()}, notes=" ".join(str(raw.get("notes", "")).split()))
+                  arch={str(k): str(v) for k, v in arch.items()}, notes=" ".join(str(raw.get("notes", "")).split()),
+                  route_zh=" ".join(str(raw.get("route_zh", "")).split()),
+                  notes_zh=" ".join(str(raw.get("notes_zh", "")).split()))
 
 
 def load_recipe(spec: KernelSpec) -> Recipe:

@@ -95,6 +95,10 @@ class KernelSpec:
     # (annotate.harness.sass.compact); empty: every kernel's
     sass_featured: tuple[str, ...] = ()
     generated: tuple[Generated, ...] = ()  # rendered into the staged sources; `sources` may name them
+    # the title and notes in Chinese, for the site (either may be missing: the site then shows the
+    # English, marked)
+    title_zh: str = ""
+    notes_zh: str = ""
 
     @property
     def spec_file(self) -> Path:
@@ -294,6 +298,7 @@ def parse_spec(raw: object, folder: Path, *, catalog: bool = True) -> KernelSpec
         check=check,
         time=time,
         notes=str(raw.get("notes", "")),
+        title_zh=str(raw.get("title_zh", "")), notes_zh=str(raw.get("notes_zh", "")),
         sass_featured=_regexes(raw, "sass_featured", where),
         generated=_generated(raw, where),
     )

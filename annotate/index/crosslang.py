@@ -46,6 +46,7 @@ class Extension:
     module: str  # the import name: `import flash_attn_2_cuda`
     sources: tuple[str, ...]  # globs relative to the upstream root
     built_by: str
+    built_by_zh: str = ""  # the same in Chinese, for the site's trace pages
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Variable:
     false: str | None = None  # shown for the false side (e.g. backend cute-dsl)
     true_match: re.Pattern | None = None  # ... or "key matches this" (`fp8_enabled`: dtype fp8_*)
     note: str = ""  # what the condition means at run time, for a reader (where it is not obvious)
+    note_zh: str = ""  # the same in Chinese, for the site's trace pages
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ def parse_rules(text: str) -> Rules:
         if not isinstance(e, dict) or not {"upstream", "module", "sources"} <= set(e):
             raise RulesError(f"{_where(loaded, ('extensions', i))}: an extension needs upstream, module, sources")
         exts.append(Extension(str(e["upstream"]), str(e["module"]), tuple(map(str, e["sources"])),
-                              str(e.get("built_by", ""))))
+                              str(e.get("built_by", "")), str(e.get("built_by_zh", ""))))
     exports = []
     for i, e in enumerate(need(("exports",), list, [])):
         if not isinstance(e, dict) or not {"id", "pattern"} <= set(e):
@@ -181,7 +183,7 @@ def parse_rules(text: str) -> Rules:
                                   None if v.get("true") is None else _yaml_value(v["true"]),
                                   None if v.get("false") is None else _yaml_value(v["false"]),
                                   rx(("variables", i, "true_match")) if "true_match" in v else None,
-                                  str(v.get("note") or "")))
+                                  str(v.get("note") or ""), str(v.get("note_zh") or "")))
     types = []
     for key, table in need(("types",), dict, {}).items():
         if key not in keys or not isinstance(table, dict):

@@ -70,6 +70,74 @@
     })(ticks[t]);
   }
 
+  // Keyboard (the list is templates/keys.html.jinja2, opened with `?`): j/k the next/previous
+  // annotated function, n/p the next/previous note, c opens the current function's callers and
+  // callees and focuses its first link (Enter follows it), l switches the language. `/` is
+  // search.js's. Keys typed into a field, or with Ctrl/Alt/Meta, are left alone.
+  function focusOn(el) {
+    if (!el.hasAttribute("tabindex")) el.setAttribute("tabindex", "-1");
+    var old = document.querySelectorAll(".kb-cur");
+    for (var i = 0; i < old.length; i++) old[i].classList.remove("kb-cur");
+    el.classList.add("kb-cur");
+    el.scrollIntoView({ block: "start" });
+    el.focus({ preventScroll: true });
+    if (el.id) history.replaceState(null, "", "#" + el.id);
+  }
+  function step(sel, dir) {
+    var els = document.querySelectorAll(sel);
+    if (!els.length) return;
+    var cur = document.activeElement, at = -1, i;
+    for (i = 0; i < els.length; i++) if (els[i] === cur || els[i].contains(cur)) at = i;
+    if (at < 0 && cur && cur !== document.body) {  // something else focused: go on from it, in page order
+      at = dir > 0 ? -1 : els.length;
+      for (i = 0; i < els.length; i++) {
+        var after = cur.compareDocumentPosition(els[i]) & Node.DOCUMENT_POSITION_FOLLOWING;
+        if (dir > 0 && !after) at = i;
+        if (dir < 0 && after && at === els.length) at = i;
+      }
+    } else if (at < 0) {  // nothing of ours focused: start from what is at the top of the window
+      var top = (document.querySelector("header.top") || { offsetHeight: 0 }).offsetHeight + 2;
+      at = dir > 0 ? -1 : els.length;
+      for (i = 0; i < els.length; i++) {
+        var y = els[i].getBoundingClientRect().top;
+        if (dir > 0 && y <= top) at = i;
+        if (dir < 0 && y < top) at = i + 1;
+      }
+      if (dir < 0) at = Math.min(at, els.length);
+    }
+    var next = at + dir;
+    if (next >= 0 && next < els.length) focusOn(els[next]);
+  }
+  function currentFunction() {
+    var cur = document.activeElement;
+    var sec = cur && cur.closest ? cur.closest(".fg") : null;
+    if (!sec) {  // the section at the top of the window
+      var all = document.querySelectorAll(".fg"), top = 80;
+      for (var i = 0; i < all.length; i++) if (all[i].getBoundingClientRect().top <= top) sec = all[i];
+    }
+    return sec;
+  }
+  var keys = document.getElementById("keys");
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.altKey || ev.metaKey || ev.defaultPrevented) return;
+    var t = ev.target, tag = t && t.tagName;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable)) return;
+    if (keys && keys.open) return;  // the dialog handles its own keys (Esc closes it)
+    var k = ev.key;
+    if (k === "j" || k === "k") step(".fg.an > .fhc", k === "j" ? 1 : -1);
+    else if (k === "n" || k === "p") step("aside.note", k === "n" ? 1 : -1);
+    else if (k === "c") {
+      var sec = currentFunction(), d = sec && sec.querySelector("details.xr");
+      if (!d) return;
+      d.open = true;
+      var a = d.querySelector(".xl a");
+      (a || d.querySelector("summary")).focus();
+    } else if (k === "l" && btn) btn.click();
+    else if (k === "?" && keys && keys.showModal) keys.showModal();
+    else return;
+    ev.preventDefault();
+  });
+
   // Live reload: `annotate serve` answers /__annotate__/stamp with the build id; a plain
   // static server answers 404 and the script stops after one request.
   if (location.protocol === "http:" || location.protocol === "https:") {
