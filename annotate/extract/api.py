@@ -361,8 +361,21 @@ def _save(path: Path, key: str, r: ReductionResult) -> None:
 
 # ---- the folder ----------------------------------------------------------------------------------
 
+_CONTINUES = (",", ":", "，", "：")
+
+
 def one_line(text: str, width: int = 150) -> str:
-    line = " ".join(text.strip().split("\n\n")[0].split())
+    """A summary's first paragraph on one line, with the displayed formula that completes it
+    ("Computes, for each row `x`,\n\n`out_i = …`") when it is one."""
+    paras = [" ".join(p.split()) for p in text.strip().split("\n\n") if p.strip()]
+    line = paras[0] if paras else ""
+    for p in paras[1:]:
+        display = p.startswith(("`", "$")) and "\n" not in p
+        if not (line.endswith(_CONTINUES) or display):
+            break
+        line += " " + p
+        if display:
+            break
     return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
