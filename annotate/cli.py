@@ -22,10 +22,12 @@ COMMAND_MODULES = [
     "annotate.commands.fetch",
     "annotate.commands.index",
     "annotate.commands.show",
+    "annotate.commands.trace",
     "annotate.commands.notes",
     "annotate.commands.site",
     "annotate.commands.extract",
     "annotate.harness.cli",
+    "annotate.commands.sass",
 ]
 
 

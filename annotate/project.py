@@ -35,6 +35,8 @@ from annotate.upstreams import Upstream, load_upstreams
 if TYPE_CHECKING:
     from annotate.fetch.api import FetchRecord, PinStatus
     from annotate.index.api import Index
+    from annotate.index.crosslang import Links
+    from annotate.index.trace import EntryTrace, Trace
     from annotate.notes.model import AnnotationSet
 
 
@@ -86,6 +88,39 @@ class Project:
         return index
 
     @cached_property
+    def links(self) -> "Links":
+        """The cross-language tables of the index (exports, torch ops, dispatch macros), cached
+        beside it by content."""
+        from annotate.index.crosslang import load_links
+
+        return load_links(self.index, None if self.sources else self.config)
+
+    def trace(self, entry: str, when: Mapping[str, str] | None = None) -> "Trace":
+        """The chains from the Python function `entry` to the kernels it reaches (`annotate trace`)."""
+        from annotate.index.trace import find_entry, trace
+
+        return trace(self.index, self.links, find_entry(self.index, entry), when)
+
+    def traces(self) -> "tuple[EntryTrace, ...]":
+        """The trace of every entry point the rules name for the site (crosslang.yaml `entries`:
+        the example parameters and the course steps that ask for it); entries not in this index
+        are left out."""
+        from annotate.errors import UsageError
+        from annotate.index.crosslang import rules
+        from annotate.index.trace import EntryTrace
+
+        def make():
+            out = []
+            for e in rules().entries:
+                try:
+                    out.append(EntryTrace(e, self.trace(e.entry, dict(e.when))))
+                except UsageError:
+                    continue
+            return tuple(out)
+
+        return self.index.memo(("project-traces",), make)
+
+    @cached_property
     def annotations(self) -> "AnnotationSet":
         from annotate.notes.api import load_annotations
 
@@ -99,7 +134,7 @@ class Project:
         """The same pins, checkouts and index, with the annotations read again on first use
         (`annotate serve` after a save)."""
         fresh = dataclasses.replace(self)
-        for part in ("pins", "selected", "checkouts", "index"):
+        for part in ("pins", "selected", "checkouts", "index", "links"):
             if part in self.__dict__:
                 fresh.__dict__[part] = self.__dict__[part]
         return fresh
@@ -123,15 +158,11 @@ def open_project(config: Config, *, upstreams: list[str] | tuple[str, ...] | Non
 
 
 def _index_of_sources(sources: dict[str, Path]) -> "Index":
-    from annotate.index.api import index_directory
+    from annotate.index.api import Index, index_directory
 
     # no config: caching another tree of the same upstream would prune the pin's resolved index
     parts = [index_directory(up, d, None) for up, d in sources.items()]
-    if len(parts) == 1:
-        return parts[0]
-    from annotate.notes.drift import MergedIndex
-
-    return MergedIndex(parts)
+    return parts[0] if len(parts) == 1 else Index.merged(*parts)
 
 
 def check_against_locks(config: Config, pins: Mapping[str, Upstream], index: "Index") -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -65,6 +67,14 @@ class Upstream:
     @property
     def short(self) -> str:
         return self.commit[:12]
+
+    def selection(self) -> str:
+        """Digest of what a fetch takes from the pin (paths and exclude patterns, submodules'
+        too). A fetch record names it: a checkout fetched for another selection is not this pin's."""
+        parts = [self.commit, *self.paths, "\0", *self.exclude]
+        for s in self.submodules:
+            parts += ["\0", s.name, s.path, s.commit, *s.paths, "\0", *s.exclude]
+        return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
 
     def excludes(self, path: str) -> bool:
         """`path` relative to the checkout root; below a submodule's path its own patterns apply."""

@@ -1,9 +1,11 @@
 """Measure the index: function-definition recall on the course files (against universal-ctags,
 with ctags's own errors corrected by hand in tests/data/index_recall_corrections.yaml), fact
-precision/recall on hand-labelled kernels (tests/data/index_fact_labels.yaml), and cold/warm
-index time of every fetched pin.
+precision/recall on hand-labelled kernels (tests/data/index_fact_labels.yaml), and speed: cold
+and warm index of every fetched pin and the warm commands, each in fresh processes and fresh
+temporary caches (the user's cache is only read), side by side with another revision.
 
-    ANNOTATE_CACHE_DIR=<cache> python benchmarks/index_bench.py [--recall] [--facts] [--time] [-v]
+    ANNOTATE_CACHE_DIR=<cache> python benchmarks/index_bench.py [--recall] [--facts]
+        [--time [--baseline REV] [--repeat N]] [--sample-edges N] [-v]
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from annotate.config import Config  # noqa: E402
-from annotate.index.api import build_upstream, fetched_roots, load_index  # noqa: E402
+from annotate.index.api import fetched_roots, load_index  # noqa: E402
 
 DATA = REPO / "tests" / "data"
 
@@ -162,48 +164,187 @@ def sample_edges(index, roots, n: int, seed: int = 7) -> None:
               f"@{tg[0].path}:{tg[0].start_line} [{tg[0].kind}]")
 
 
-def timings(config: Config, roots: dict[str, Path]) -> dict:
-    """Cold (empty cache), warm (same files), and one-file-changed (per-file cache + re-resolve)
-    index times, in a throw-away cache so the user's cache is untouched; then load_index on the
-    real cache as other stages call it."""
-    out = {"cores": os.cpu_count()}
-    with tempfile.TemporaryDirectory() as tmp:
-        cold_cfg = Config.load(environ={}, cache_dir=Path(tmp) / "cache")
-        t0 = time.perf_counter()
-        n = 0
-        for up, root in roots.items():
-            files, stats = build_upstream(up, root, config=cold_cfg)
-            n += stats["files"]
-        out["cold_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for up, root in roots.items():
-            build_upstream(up, root, config=cold_cfg)
-        out["warm_s"] = time.perf_counter() - t0
-        # one file changed: a copy of the first upstream with one file edited
-        up, root = next(iter(roots.items()))
-        copy = Path(tmp) / "tree"
-        shutil.copytree(root, copy)
-        victim = sorted(p for p in copy.rglob("*.cuh"))[0]
-        victim.write_text(victim.read_text() + "\n// edited\n")
-        t0 = time.perf_counter()
-        _, stats = build_upstream(up, copy, config=cold_cfg)
-        out["one_changed_s"] = time.perf_counter() - t0
-        out["one_changed_parsed"] = stats["parsed"]
-    t0 = time.perf_counter()
+# ---- speed, side by side with another revision -------------------------------------------------
+
+SHOW = ["show", "flashinfer::norm::RMSNormKernel", "--no-color"]
+SYMBOLS = ["symbols", "flashinfer:include/flashinfer/norm.cuh", "--json"]
+CHECK = ["check"]
+TRACE = ["trace", "flashinfer.rmsnorm", "--when", "backend=cuda,ndim=2"]
+
+# Runs in a fresh interpreter with PYTHONPATH = the tree measured (this one or the baseline),
+# so both sides are measured by the same code. Prints one JSON object.
+_CHILD = r"""
+import json, os, resource, shutil, sys, time
+from pathlib import Path
+
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+what, cache = sys.argv[1], Path(sys.argv[2])
+os.environ["ANNOTATE_CACHE_DIR"] = str(cache)
+from annotate.config import Config
+from annotate.index.api import build_upstream, load_index
+config = Config.load()
+out = {}
+if what == "cold":
+    t, c = time.perf_counter(), cpu()
     load_index(config)
-    out["warm_load_index_s"] = time.perf_counter() - t0
-    out["files"] = n
-    print(f"index of {n} files ({', '.join(roots)}) on {out['cores']} cores: cold {out['cold_s']:.1f} s, "
-          f"warm {out['warm_s']:.2f} s (load_index {out['warm_load_index_s']:.2f} s); one file of {up} changed: "
-          f"{out['one_changed_s']:.2f} s, {out['one_changed_parsed']} file parsed")
+    out = {"wall": time.perf_counter() - t, "cpu": cpu() - c}
+elif what == "warm":
+    load_index(config)  # a first load may still record stat data; the second is the steady state
+    t = time.perf_counter()
+    load_index(config)
+    out = {"wall": time.perf_counter() - t}
+elif what == "links-cold":  # the cross-language tables of a warm index: scanned and written
+    try:
+        from annotate.index.crosslang import load_links
+    except ImportError:  # a revision before them
+        load_links = None
+    if load_links is not None:
+        ix = load_index(config)
+        t, c = time.perf_counter(), cpu()
+        load_links(ix, config)
+        out = {"wall": time.perf_counter() - t, "cpu": cpu() - c}
+elif what == "warm-links":  # load_index and the links, as `annotate trace` opens them
+    try:
+        from annotate.index.crosslang import load_links
+    except ImportError:
+        load_links = lambda ix, config: None  # noqa: E731
+    load_links(load_index(config), config)
+    t = time.perf_counter()
+    load_links(load_index(config), config)
+    out = {"wall": time.perf_counter() - t}
+elif what == "one-changed":
+    src, copy = Path(sys.argv[3]), Path(sys.argv[4])
+    for sub in ("include", "csrc", "flashinfer/jit"):
+        shutil.copytree(src / sub, copy / sub)
+    build_upstream("flashinfer", copy, config=config)
+    victim = copy / "include/flashinfer/norm.cuh"
+    victim.write_text(victim.read_text() + "\n// edited\n")
+    t = time.perf_counter()
+    _, stats = build_upstream("flashinfer", copy, config=config)
+    out = {"wall": time.perf_counter() - t, "parsed": stats["parsed"]}
+print(json.dumps(out))
+"""
+
+
+def _export(rev: str, into: Path) -> Path:
+    """The tree of `rev` of this repository (tracked files only) under `into`."""
+    import io
+    import tarfile
+
+    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], check=True,
+                          capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def _fresh_cache(config: Config, into: Path) -> Path:
+    """An empty cache that shares the fetched checkouts of `config`'s (linked, never written)."""
+    (into / "checkouts").mkdir(parents=True)
+    for p in config.checkouts_dir().iterdir():
+        if p.is_dir():
+            (into / "checkouts" / p.name).symlink_to(p.resolve())
+        elif p.name.endswith(".fetch.json"):
+            shutil.copy(p, into / "checkouts" / p.name)
+    return into
+
+
+def _env(tree: Path, cache: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANNOTATE_")}
+    env.update(PYTHONPATH=str(tree), ANNOTATE_CACHE_DIR=str(cache), ANNOTATE_ROOT=str(tree))
+    return env
+
+
+def _child(tree: Path, cache: Path, *args: str) -> dict:
+    res = subprocess.run([sys.executable, "-c", _CHILD, *args], cwd=tree, env=_env(tree, cache),
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"measuring {tree} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _command(tree: Path, cache: Path, argv: list[str], repeat: int) -> float:
+    """Median wall time of `annotate ARGV` in fresh processes (the cache warm)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "annotate", *argv], cwd=tree, env=_env(tree, cache),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def speed(config: Config, roots: dict[str, Path], baseline: str | None, repeat: int) -> dict:
+    """Cold index of every fetched pin (fresh cache), warm load_index, one file changed, and
+    `annotate show|symbols|check` warm in fresh processes: for this tree and, when `baseline` is
+    given, for that revision, interleaved in one run so both see the same machine load."""
+    sides = {"now": REPO}
+    out: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="index-bench-") as tmp:
+        tmp = Path(tmp)
+        if baseline:
+            sides = {baseline: _export(baseline, tmp / "baseline"), "now": REPO}
+        caches = {name: _fresh_cache(config, tmp / f"cache-{i}") for i, name in enumerate(sides)}
+        for name, tree in sides.items():  # interleaved row by row, not side by side in blocks
+            out[name] = {"cold": _child(tree, caches[name], "cold", str(caches[name]))}
+        for name, tree in sides.items():
+            out[name]["links-cold"] = _child(tree, caches[name], "links-cold", str(caches[name]))
+        for name, tree in sides.items():
+            out[name]["warm"] = _child(tree, caches[name], "warm", str(caches[name]))
+        for name, tree in sides.items():
+            out[name]["warm-links"] = _child(tree, caches[name], "warm-links", str(caches[name]))
+        if "flashinfer" in roots:
+            for i, (name, tree) in enumerate(sides.items()):
+                out[name]["one"] = _child(tree, _fresh_cache(config, tmp / f"one-cache-{i}"), "one-changed",
+                                          str(tmp / f"one-cache-{i}"), str(roots["flashinfer"]), str(tmp / f"one-{i}"))
+        for label, argv in (("show", SHOW), ("symbols", SYMBOLS), ("check", CHECK), ("trace", TRACE)):
+            for name, tree in sides.items():
+                if label == "trace" and not (tree / "annotate" / "commands" / "trace.py").is_file():
+                    continue
+                out[name][label] = _command(tree, caches[name], argv, repeat)
+    _print_speed(out, list(sides), repeat)
     return out
+
+
+def _print_speed(out: dict, names: list[str], repeat: int) -> None:
+    rows = [("cold index of both pins, wall (s)", lambda d: d["cold"]["wall"]),
+            ("cold index of both pins, CPU of all processes (s)", lambda d: d["cold"]["cpu"]),
+            ("cold cross-language links of both pins (scan + write), wall (s)",
+             lambda d: d["links-cold"].get("wall")),
+            ("cold cross-language links, CPU (s)", lambda d: d["links-cold"].get("cpu")),
+            ("warm load_index (s)", lambda d: d["warm"]["wall"]),
+            ("warm load_index + cross-language links (s)", lambda d: d["warm-links"]["wall"]),
+            ("one FlashInfer file changed, re-index (s)", lambda d: d["one"]["wall"] if "one" in d else None),
+            (f"`annotate {' '.join(SHOW)}` (s, median of {repeat})", lambda d: d["show"]),
+            (f"`annotate {' '.join(SYMBOLS)}` (s)", lambda d: d["symbols"]),
+            ("`annotate check` (s)", lambda d: d["check"]),
+            (f"`annotate {' '.join(TRACE)}` (s)", lambda d: d.get("trace"))]
+    head = "| what | " + " | ".join(names) + (" | now / " + names[0] + " |" if len(names) > 1 else " |")
+    print(head)
+    print("|" + " --- |" * (head.count("|") - 1))
+    for label, get in rows:
+        vals = [get(out[n]) for n in names]
+        if all(v is None for v in vals):
+            continue
+        cells = ["n/a" if v is None else f"{v:.3f}" if v < 1 else f"{v:.2f}" for v in vals]
+        ratio = f" | {vals[-1] / vals[0]:.2f}x" if len(vals) > 1 and None not in vals and vals[0] else (
+            " | n/a" if len(vals) > 1 else "")
+        print(f"| {label} | " + " | ".join(cells) + ratio + " |")
+    for n in names:
+        if "one" in out[n]:
+            print(f"  ({n}: {out[n]['one']['parsed']} file(s) parsed after the one-file change)")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--recall", action="store_true")
     ap.add_argument("--facts", action="store_true")
-    ap.add_argument("--time", action="store_true")
+    ap.add_argument("--time", action="store_true", help="speed: cold, warm, one file changed, commands")
+    ap.add_argument("--baseline", metavar="REV", help="with --time: also measure this git revision, interleaved")
+    ap.add_argument("--repeat", type=int, default=3, help="with --time: fresh processes per command (median)")
     ap.add_argument("--sample-edges", type=int, default=0, metavar="N",
                     help="print N random resolved edges of the course files to check by hand")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -214,7 +355,7 @@ def main() -> int:
     if not roots:
         print("no pins fetched: run `annotate fetch`", file=sys.stderr)
         return 1
-    index = load_index(config)
+    index = load_index(config) if (every or args.recall or args.facts or args.sample_edges) else None
     if every or args.recall:
         recall(index, roots, args.verbose)
     if every or args.facts:
@@ -222,7 +363,7 @@ def main() -> int:
     if args.sample_edges:
         sample_edges(index, roots, args.sample_edges)
     if every or args.time:
-        timings(config, roots)
+        speed(config, roots, args.baseline, max(1, args.repeat))
     return 0
 
 

@@ -84,14 +84,14 @@ def main() -> int:
 
     from annotate.config import Config
     from annotate.project import open_project
-    from site_builder import build, pages
+    from site_builder import build
+    from site_builder.context import rendered_paths
 
     config = Config.load()
     served = open_project(config, fetch=True)  # `annotate serve` keeps this one's index
     pins, index = dict(served.pins), served.index
     out = a.out or Path(tempfile.mkdtemp(prefix="annotate-site-bench-"))
-    ctx = pages.make_context(index, None, pins)
-    files = [(p, index.source(u, p)) for (u, p) in ctx.rendered]
+    files = [(p, index.source(u, p)) for (u, p) in rendered_paths(index, pins)]
     src_bytes = sum(len(t.encode("utf-8")) for _, t in files)
     rows = [("files rendered", f"{len(files)}"), ("source bytes rendered", f"{src_bytes / 1e6:.2f} MB")]
 

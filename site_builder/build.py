@@ -23,7 +23,8 @@ from pathlib import Path
 import annotate
 from annotate.config import Config
 from annotate.project import Project
-from site_builder import names, pages, render
+from site_builder import file_pages, names, render, run_views, site_pages
+from site_builder.context import SiteContext, site_context
 from site_builder.output import Manifest, WriteStats, prepare_out_dir, read_manifest, write_outputs
 
 # Bump when the page model changes in a way the templates' hash cannot see.
@@ -55,7 +56,9 @@ def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int
 
     The output directory is checked first (annotate.site_builder.output.prepare_out_dir), before
     anything is loaded. A Project that already holds an index (`annotate serve`, tests) is never
-    answered from the stamp: its annotations may differ from the files on disk.
+    answered from the stamp: its annotations may differ from the files on disk. What the site
+    derives from the index alone is kept in the index (`Index.memo`) across builds with one
+    index (`annotate serve`).
     """
     t0 = time.perf_counter()
     clock = _Clock()
@@ -76,10 +79,7 @@ def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int
     clock.lap("index")
     annotations = project.annotations
     clock.lap("annotations")
-    from site_builder.runs import load_runs
-
-    ctx = pages.make_context(index, annotations, pins, list(project.only) or None, runs=load_runs(config),
-                             repo_root=config.repo_root)
+    ctx = site_context(project)
     clock.lap("context")
     keys, todo = _source_keys(ctx, previous, out)
     clock.lap("keys")
@@ -105,7 +105,7 @@ def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int
 
 # ---- what must be rendered ------------------------------------------------------------------
 
-def _source_keys(ctx: pages.SiteContext, previous: Manifest, out: Path) -> tuple[dict[str, str], list]:
+def _source_keys(ctx: SiteContext, previous: Manifest, out: Path) -> tuple[dict[str, str], list]:
     """Every source page's key, and the (upstream, path) of those whose key changed."""
     ikey = index_key(ctx)
     tkey = render.templates_key(names.SOURCE_DIR) + code_key()
@@ -113,13 +113,13 @@ def _source_keys(ctx: pages.SiteContext, previous: Manifest, out: Path) -> tuple
     todo: list[tuple[str, str]] = []
     for (up, path) in ctx.rendered:
         page = names.source_page(up, path)
-        keys[page] = _page_key(tkey, ikey, pages.note_digest(ctx, up, path))
+        keys[page] = _page_key(tkey, ikey, file_pages.note_digest(ctx, up, path))
         if previous.pages.get(page) != keys[page] or not (out / page).is_file():
             todo.append((up, path))
     return keys, todo
 
 
-def _line_counts(ctx, results: dict, previous: Manifest) -> dict[tuple[str, str], int]:
+def _line_counts(ctx: SiteContext, results: dict, previous: Manifest) -> dict[tuple[str, str], int]:
     out = {}
     for (up, path) in ctx.rendered:
         page = names.source_page(up, path)
@@ -127,7 +127,7 @@ def _line_counts(ctx, results: dict, previous: Manifest) -> dict[tuple[str, str]
     return out
 
 
-def _other_pages(ctx, line_counts, previous: Manifest, out: Path, keys: dict, files: dict) -> None:
+def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, keys: dict, files: dict) -> None:
     """The home page, course pages, runs pages, search index and assets into `files` (their keys
     into `keys`). Models are cheap, rendering less so: each page is rendered only when the repr
     of its model (its key) changed."""
@@ -136,18 +136,23 @@ def _other_pages(ctx, line_counts, previous: Manifest, out: Path, keys: dict, fi
         if previous.pages.get(page) != keys[page] or not (out / page).is_file():
             files[page] = make()
 
-    home = pages.index_page(ctx, line_counts)
+    home = site_pages.index_page(ctx, line_counts)
     other(names.INDEX_PAGE, _digest(repr(home)), lambda: render.render_index(home))
     for course in ctx.courses.values():
-        cp = pages.course_page(ctx, course)
+        cp = site_pages.course_page(ctx, course)
         other(cp.page, _digest(repr(cp)), lambda cp=cp: render.render_course(cp))
+        for i in range(len(course.steps)):
+            sp = site_pages.step_page(ctx, course, i)
+            other(sp.page, _digest(repr(sp)), lambda sp=sp: render.render_step(sp))
     # Harness results: a page per catalog kernel; its model holds the records' content, so
     # a new or changed record renders exactly that runs page and the home page.
     for kr in ctx.runs:
-        rp = pages.runs_page(ctx, kr)
+        rp = run_views.runs_page(ctx, kr)
         other(rp.page, _digest(repr(rp)), lambda rp=rp: render.render_runs(rp))
-    other(names.SEARCH_INDEX, index_key(ctx) + pages.search_digest(ctx),
-          lambda: render.render_search_index(pages.search_data(ctx)))
+    error = site_pages.error_page()
+    other(error.page, _digest(repr(error)), lambda: render.render_error(error))
+    other(names.SEARCH_INDEX, index_key(ctx) + site_pages.search_digest(ctx),
+          lambda: render.render_search_index(site_pages.search_data(ctx)))
     for name, data in render.asset_files().items():
         files[names.asset_path(name)] = data
 
@@ -188,19 +193,19 @@ def input_stamp(config: Config, pins: dict) -> str:
 
 
 def code_key() -> str:
-    """Changes when the site builder's own code or queries change (they shape every page)."""
+    """Changes when the site builder's own code, queries or messages change (they shape every page)."""
     h = hashlib.sha256(SITE_VERSION.encode())
     here = Path(__file__).parent
-    for p in sorted([*here.glob("*.py"), *here.glob("queries/*.scm")]):
+    for p in sorted([*here.glob("*.py"), *here.glob("queries/*.scm"), *here.glob("*.yaml")]):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 
 
-def index_key(ctx: pages.SiteContext) -> str:
+def index_key(ctx: SiteContext) -> str:
     """Changes when any indexed content or the set of rendered files changes."""
-    h = hashlib.sha256()
-    for fi in sorted(ctx.index.files(), key=lambda f: (f.upstream, f.path)):
-        h.update(f"{fi.upstream}\0{fi.path}\0{fi.blob}\0{(fi.upstream, fi.path) in ctx.rendered}\n".encode())
+    h = hashlib.sha256(ctx.index.content_key().encode())
+    for up, path in sorted(ctx.rendered):
+        h.update(f"{up}\0{path}\n".encode())
     for name, up in sorted(ctx.upstreams.items()):
         h.update(f"{name}\0{up.commit}\0{up.web}\0{up.title}\n".encode())
     return h.hexdigest()[:32]
@@ -225,7 +230,7 @@ def _outputs_present(out: Path, m: Manifest) -> bool:
 _CTX: dict = {}
 
 
-def _render_sources(config: Config, ctx, todo: list[tuple[str, str]], jobs: int | None) -> dict[str, tuple[str, int]]:
+def _render_sources(config: Config, ctx: SiteContext, todo: list[tuple[str, str]], jobs: int | None) -> dict[str, tuple[str, int]]:
     _CTX.update(ctx=ctx, cache=config.site_cache_dir() / "tokens")
     try:
         # Biggest first: better balance across workers.
@@ -256,7 +261,7 @@ def render_source_page(item: tuple[str, str]) -> tuple[str, str, int]:
 
     ctx, cache = _CTX["ctx"], _CTX["cache"]
     up, path = item
-    plan = pages.plan_file(ctx, up, path)
+    plan = file_pages.plan_file(ctx, up, path)
     text = ctx.index.source(up, path)
     tokens = cached_highlight(text, plan.language, cache)
     page = build_page(plan, text, tokens)

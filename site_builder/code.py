@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from site_builder.highlight import Line
-from site_builder.model import CodeLine, CodeLink, FilePage, FilePlan, FunctionView, Row, Section
+from site_builder.model import CodeLine, CodeLink, FilePage, FilePlan, DefinitionView, Row, Section
 
 
 def escape_text(s: str) -> str:
@@ -56,9 +56,9 @@ def line_pieces(text: str, tokens: Line, links: list[CodeLink], line_bytes: byte
     return tuple(pieces)
 
 
-def owners(functions: tuple[FunctionView, ...], n_lines: int) -> list[FunctionView | None]:
+def owners(functions: tuple[DefinitionView, ...], n_lines: int) -> list[DefinitionView | None]:
     """For each line (index 0 = line 1), the innermost function containing it."""
-    own: list[FunctionView | None] = [None] * (n_lines + 1)
+    own: list[DefinitionView | None] = [None] * (n_lines + 1)
     # Outer functions first, so inner ones overwrite their lines.
     for fv in sorted(functions, key=lambda f: (f.start_line, -f.end_line)):
         for ln in range(max(fv.start_line, 1), min(fv.end_line, n_lines) + 1):
@@ -75,7 +75,7 @@ def build_page(plan: FilePlan, text: str, tokens: tuple[Line, ...]) -> FilePage:
     for ln in plan.links:
         links_by_line[ln.line].append(ln)
     marks_by_line = defaultdict(list)
-    for m in plan.facts:
+    for m in plan.marks:
         marks_by_line[m.line].append(m)
     notes_by_line = {}
     noted = set()

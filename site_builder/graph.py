@@ -36,13 +36,32 @@ class GNode:
     rank: int = 0
 
 
-def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
-    """Place `nodes` (unique ids) and route `edges` (src id, dst id, kind)."""
+Edge = tuple[str, str, str]  # (src id, dst id, kind)
+
+
+def layout(nodes: list[GNode], edges: list[Edge]) -> CallGraph:
+    """Place `nodes` (unique ids) and route `edges` (src id, dst id, kind): fold overflowing
+    layers, keep the edges between neighbouring layers, order each layer, place, route."""
     by_layer: dict[int, list[GNode]] = {}
     for n in nodes:
         by_layer.setdefault(n.layer, []).append(n)
     layers = sorted(by_layer)
-    # Keep each layer readable: fold the overflow into one "+N more" node.
+    edges = _fold(by_layer, layers, edges)
+    edges = _layered(by_layer, layers, edges)
+    # A node whose only links were through a folded node would float unconnected: drop it.
+    linked = {x for e in edges for x in e[:2]}
+    for ly in layers:
+        by_layer[ly] = [n for n in by_layer[ly] if n.id in linked or n.role == "self" or len(nodes) == 1]
+    layers = [ly for ly in layers if by_layer[ly]]
+    _order(by_layer, layers, edges)
+    placed, width, total_h = _place(by_layer, layers)
+    out_edges, back_edges = _route(placed, edges)
+    height = total_h + 2 * MARGIN + (28 if back_edges else 0)
+    return CallGraph(round(width, 1), round(height, 1), tuple(placed.values()), tuple(out_edges))
+
+
+def _fold(by_layer: dict[int, list[GNode]], layers: list[int], edges: list[Edge]) -> list[Edge]:
+    """Keep each layer readable: fold the overflow (highest rank first) into one "+N more" node."""
     for ly in layers:
         col = sorted(by_layer[ly], key=lambda n: n.label)
         if len(col) > MAX_PER_LAYER:
@@ -56,20 +75,22 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
             edges = [(more.id if s in gone else s, more.id if d in gone else d, k) for s, d, k in edges]
             col = kept + [more]
         by_layer[ly] = col
-    # Keep the picture layered: only edges from one layer to the next (callers -> function
-    # -> callees -> their callees); none out of a callee-side "+N more" node. Edges inside a layer or
-    # backwards (recursion, callees calling each other) would cut through the columns.
-    layer_of0 = {n.id: ly for ly in layers for n in by_layer[ly]}
-    edges = list(dict.fromkeys(
-        e for e in edges
-        if e[0] in layer_of0 and e[1] in layer_of0 and layer_of0[e[1]] == layer_of0[e[0]] + 1
-        and not (e[0].startswith("more:") and layer_of0[e[0]] > 0)))
-    # A node whose only links were through a folded node would float unconnected: drop it.
-    linked = {x for e in edges for x in e[:2]}
-    for ly in layers:
-        by_layer[ly] = [n for n in by_layer[ly] if n.id in linked or n.role == "self" or len(nodes) == 1]
-    layers = [ly for ly in layers if by_layer[ly]]
+    return edges
 
+
+def _layered(by_layer: dict[int, list[GNode]], layers: list[int], edges: list[Edge]) -> list[Edge]:
+    """Keep the picture layered: only edges from one layer to the next (callers -> function ->
+    callees -> their callees); none out of a callee-side "+N more" node. Edges inside a layer or
+    backwards (recursion, callees calling each other) would cut through the columns."""
+    layer_of = {n.id: ly for ly in layers for n in by_layer[ly]}
+    return list(dict.fromkeys(
+        e for e in edges
+        if e[0] in layer_of and e[1] in layer_of and layer_of[e[1]] == layer_of[e[0]] + 1
+        and not (e[0].startswith("more:") and layer_of[e[0]] > 0)))
+
+
+def _order(by_layer: dict[int, list[GNode]], layers: list[int], edges: list[Edge]) -> None:
+    """A few barycentre sweeps, down and up, to cut crossings (in place)."""
     neighbours: dict[str, list[str]] = {}
     for s, d, _ in edges:
         neighbours.setdefault(s, []).append(d)
@@ -88,6 +109,9 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
             for i, n in enumerate(col):
                 order[n.id] = i
 
+
+def _place(by_layer: dict[int, list[GNode]], layers: list[int]) -> tuple[dict[str, GraphNode], float, float]:
+    """Columns left to right, each centred vertically: (nodes by id, width, tallest column)."""
     widths = {ly: max(len(n.label) for n in by_layer[ly]) * CHAR_W + 2 * PAD_X for ly in layers}
     heights = {ly: len(by_layer[ly]) * (NODE_H + GAP_Y) - GAP_Y for ly in layers}
     total_h = max(heights.values()) if heights else NODE_H
@@ -101,6 +125,13 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
                                      round(y, 1), round(w, 1), NODE_H)
             y += NODE_H + GAP_Y
         x += widths[ly] + GAP_X
+    width = x - GAP_X + MARGIN if layers else 2 * MARGIN
+    return placed, width, total_h
+
+
+def _route(placed: dict[str, GraphNode], edges: list[Edge]) -> tuple[list[GraphEdge], bool]:
+    """Cubic curves from the right side of the source to the left side of the target; a back
+    edge loops around below. (edges, whether any looped)."""
     out_edges = []
     back_edges = False
     for s, d, kind in edges:
@@ -119,6 +150,4 @@ def layout(nodes: list[GNode], edges: list[tuple[str, str, str]]) -> CallGraph:
             mx = (x1 + x2) / 2
             d_ = f"M{x1:.1f},{y1:.1f} C{mx:.1f},{y1:.1f} {mx:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
         out_edges.append(GraphEdge(d_, kind))
-    width = x - GAP_X + MARGIN if layers else 2 * MARGIN
-    height = total_h + 2 * MARGIN + (28 if back_edges else 0)
-    return CallGraph(round(width, 1), round(height, 1), tuple(placed.values()), tuple(out_edges))
+    return out_edges, back_edges

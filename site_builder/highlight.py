@@ -3,7 +3,8 @@
 The captures live in `queries/<language>.scm` (data, one file per grammar); this module runs
 them and slices the result into lines of `(start_col, end_col, token_class)` triples in
 *character* columns. It produces no markup: the `code` macro in the templates turns a token
-class into an element. Results are cached by content (see `cached_highlight`).
+class into an element. Results are cached by content (see `cached_highlight`) as JSON, not
+pickle: the cache may be carried between machines, and loading it must never run code from it.
 
 Why not reuse the index's parse tree: the index keeps plain dataclasses (its cache holds no
 trees, and trees cannot cross process boundaries), so the site parses each rendered file
@@ -14,7 +15,7 @@ core); the cache makes it a one-off per file content.
 from __future__ import annotations
 
 import hashlib
-import pickle
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,7 +35,7 @@ TOKEN_CLASSES = {
 }
 
 # Bump when the queries or the slicing change: it is part of every cache key.
-HIGHLIGHT_VERSION = "1"
+HIGHLIGHT_VERSION = "2"
 
 QUERIES_DIR = Path(__file__).parent / "queries"
 
@@ -107,19 +108,35 @@ def content_key(text: str, language: str | None) -> str:
     return h.hexdigest()[:32]
 
 
+_CLASSES = frozenset(TOKEN_CLASSES.values())
+
+
+def _decode(raw: bytes) -> tuple[Line, ...] | None:
+    """A cached result, or None when the file is not one we wrote (it is then recomputed)."""
+    try:
+        data = json.loads(raw)
+        return tuple(
+            tuple((a, b, c) for a, b, c in line if type(a) is int and type(b) is int and c in _CLASSES)
+            for line in data
+        )
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def cached_highlight(text: str, language: str | None, cache_dir: Path | None) -> tuple[Line, ...]:
     """`highlight`, memoised on disk by content (a cache miss costs one parse)."""
     if cache_dir is None:
         return highlight(text, language)
-    path = cache_dir / f"{content_key(text, language)}.pickle"
+    path = cache_dir / f"{content_key(text, language)}.json"
     try:
-        with open(path, "rb") as fh:
-            return pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError):
-        pass
+        cached = _decode(path.read_bytes())
+    except OSError:
+        cached = None
+    if cached is not None and len(cached) == text.count("\n") + 1:
+        return cached
     result = highlight(text, language)
     try:
-        write_atomic(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(path, json.dumps(result, separators=(",", ":")).encode())
     except OSError:
         pass  # a read-only cache only costs speed
     return result

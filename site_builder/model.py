@@ -13,6 +13,7 @@ Markdown arrives here already rendered and sanitised (`markupsafe.Markup`, see
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from markupsafe import Markup
 
@@ -23,10 +24,39 @@ Piece = tuple[str, str, "str | None"]
 
 
 @dataclass(frozen=True)
-class TextView:
-    """One annotation text field, rendered: English and, where written, Chinese."""
+class Msg:
+    """A string of the site's own, by its id in the message catalogue (site_builder/messages.yaml),
+    with the values of its placeholders; the templates show it in every language the page
+    switches between (site_builder.i18n)."""
 
-    en: Markup
+    id: str
+    args: tuple[tuple[str, str | int | float], ...] = ()
+
+
+def msg(id: str, **args: str | int | float) -> Msg:
+    return Msg(id, tuple(sorted(args.items())))
+
+
+@dataclass(frozen=True)
+class Label:
+    """Plain text from the data in two languages (a course title): either may be missing, and
+    the page then shows the other, marked."""
+
+    en: str
+    zh: str | None = None
+
+
+# What the templates print as text: a plain string (data: names, paths, numbers), a catalogue
+# message, or a bilingual label.
+Words = "str | Msg | Label"
+
+
+@dataclass(frozen=True)
+class TextView:
+    """One annotation text field, rendered: English and, where written, Chinese (either may be
+    missing: the page shows the other, marked as such)."""
+
+    en: Markup | None
     zh: Markup | None = None
 
 
@@ -34,9 +64,9 @@ class TextView:
 class Link:
     """Something that may link: `href` None means plain text (an unresolved name)."""
 
-    label: str
+    label: str | Label
     href: str | None = None
-    title: str = ""
+    title: str | Msg = ""
 
 
 @dataclass(frozen=True)
@@ -51,14 +81,17 @@ class XRef:
 
 
 @dataclass(frozen=True)
-class FactMark:
-    """An auto-detected memory-access fact, drawn as a small marker on its line."""
+class Mark:
+    """A small marker at the end of a source line. Marks come from several sources, each a
+    function in `site_builder.file_pages.MARK_SOURCES` (today the index's memory facts); a
+    new source adds marks without touching the page model or the templates."""
 
-    kind: str
-    detail: str
+    source: str  # the source that made it ("fact")
+    kind: str  # the source's own category (a fact kind)
     line: int
-    css: str  # the marker's colour class (names.fact_class)
-    abbr: str  # the two-letter label on the marker
+    abbr: str  # the short label on the marker
+    css: str  # its colour class
+    detail: str  # what it stands for (the hover text)
 
 
 @dataclass(frozen=True)
@@ -66,8 +99,17 @@ class LegendEntry:
     kind: str
     css: str
     abbr: str
-    label: str
+    label: str | Msg
     count: int
+
+
+@dataclass(frozen=True)
+class Legend:
+    """The key to one source's marks, at the top of the page."""
+
+    source: str
+    title: Msg
+    entries: tuple[LegendEntry, ...]
 
 
 @dataclass(frozen=True)
@@ -80,23 +122,75 @@ class MemoryView:
 @dataclass(frozen=True)
 class CallNote:
     callee: Link
+    text: TextView | None
+
+
+# ---- panels: what is drawn around a definition ------------------------------------------------
+# A definition (today a function) carries two lists of small typed panels: `head`, under its
+# heading, and `aside`, in the notes column. Each panel type names the macro that draws it in
+# templates/panels.html.jinja2; sources (site_builder.file_pages.PANEL_SOURCES) make them. A new
+# kind of panel is a dataclass here, a macro there and a source function: the page loop, the
+# section layout and the other panels stay as they are.
+
+
+class Panel:
+    """Base of every panel: `macro` names its macro, `place` is "head" or "aside"; the
+    dataclasses below add `order` (position among the panels of that place) and their data."""
+
+    macro: ClassVar[str] = ""
+    place: ClassVar[str] = "aside"
+
+
+@dataclass(frozen=True)
+class TextPanel(Panel):
+    """A titled piece of the reviewer's text (summary, decomposition, ...)."""
+
+    macro: ClassVar[str] = "text_panel"
+    order: int
+    title: Msg
     text: TextView
 
 
 @dataclass(frozen=True)
-class NoteView:
-    """A reviewer's annotation of one function, ready to show."""
+class MemoryPanel(Panel):
+    macro: ClassVar[str] = "memory_panel"
+    order: int
+    items: tuple[MemoryView, ...]
 
-    status: str  # "ok" | "stale" | ...
-    status_message: str  # why it is not ok ("" when ok)
-    summary: TextView | None
-    decomposition: TextView | None
-    memory: tuple[MemoryView, ...]
-    sync: TextView | None
-    first_look: TextView | None
+
+@dataclass(frozen=True)
+class CallNotesPanel(Panel):
+    macro: ClassVar[str] = "calls_panel"
+    order: int
     calls: tuple[CallNote, ...]
+
+
+@dataclass(frozen=True)
+class MarkListPanel(Panel):
+    """A definition's marks of one source, listed, each linking to its line."""
+
+    macro: ClassVar[str] = "marks_panel"
+    order: int
+    title: Msg
+    marks: tuple[Mark, ...]
+
+
+@dataclass(frozen=True)
+class NoteLinksPanel(Panel):
+    """Where the note leads: course steps and the runnable harness."""
+
+    macro: ClassVar[str] = "links_panel"
+    order: int
     courses: tuple[Link, ...]
     harness: Link | None  # the runs page of the kernel named by `harness:` (plain text if none)
+
+
+@dataclass(frozen=True)
+class NoteView:
+    """The state of a reviewer's annotation of one definition (its text is in the panels)."""
+
+    status: str  # "ok" | "stale" | ...
+    status_message: Msg | str  # why it is not ok ("" when ok)
 
     @property
     def stale(self) -> bool:
@@ -139,33 +233,59 @@ class CallGraph:
 
 
 @dataclass(frozen=True)
-class FunctionView:
-    key: str  # Symbol.key
-    anchor: str  # names.symbol_anchor(key)
-    name: str
-    qualified_name: str
-    kind: str
-    signature: str
-    start_line: int
-    end_line: int
+class XRefPanel(Panel):
+    """Callers, calls and launches of a function (folded unless it is annotated)."""
+
+    macro: ClassVar[str] = "xrefs_panel"
+    place: ClassVar[str] = "head"
+    order: int
     callers: tuple[XRef, ...]
     callees: tuple[XRef, ...]
     launches: tuple[XRef, ...]
-    facts: tuple[FactMark, ...]
-    note: NoteView | None
     more_callers: int  # callers not listed (a helper with hundreds of callers lists a few)
-    inline_notes: tuple[InlineNoteView, ...]
-    graph: CallGraph | None
-    source_url: str
-    harnesses: tuple[Link, ...] = ()  # runs pages of the harness kernels whose spec names this symbol
+    open: bool
 
     @property
     def caller_count(self) -> int:
         return len(self.callers) + self.more_callers
 
+
+@dataclass(frozen=True)
+class GraphPanel(Panel):
+    macro: ClassVar[str] = "graph_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    graph: CallGraph
+
+
+@dataclass(frozen=True)
+class DefinitionView:
+    """One definition of the file (today: a function) with everything drawn around it."""
+
+    key: str  # Symbol.key
+    anchor: str  # names.symbol_anchor(key)
+    name: str
+    qualified_name: str
+    kind: str
+    kind_label: Msg | str  # the kind in words
+    signature: str
+    start_line: int
+    end_line: int
+    source_url: str
+    note: NoteView | None  # a reviewer annotated it
+    harnesses: tuple[Link, ...]  # runs pages of the harness kernels whose spec names it
+    head: tuple[Panel, ...]  # under the heading, by order
+    aside: tuple[Panel, ...]  # in the notes column, by order
+    marks: tuple[Mark, ...]  # its lines' marks, every source
+    inline_notes: tuple[InlineNoteView, ...]
+
     @property
     def annotated(self) -> bool:
         return self.note is not None
+
+    @property
+    def has_aside(self) -> bool:
+        return self.note is not None or bool(self.aside)
 
 
 @dataclass(frozen=True)
@@ -199,10 +319,10 @@ class FilePlan:
     commit: str
     crumbs: tuple[Crumb, ...]
     overview: TextView | None
-    functions: tuple[FunctionView, ...]  # by start line
+    functions: tuple[DefinitionView, ...]  # by start line
     links: tuple[CodeLink, ...]
-    facts: tuple[FactMark, ...]
-    legend: tuple[LegendEntry, ...]
+    marks: tuple[Mark, ...]  # every line mark of the file, by line
+    legends: tuple[Legend, ...]  # one per mark source that has marks here
     diagnostics: tuple[str, ...]
 
 
@@ -210,7 +330,7 @@ class FilePlan:
 class CodeLine:
     no: int
     pieces: tuple[Piece, ...]
-    marks: tuple[FactMark, ...]
+    marks: tuple[Mark, ...]
     noted: bool  # an inline note is anchored here
 
 
@@ -234,7 +354,7 @@ class Section:
     the function-level notes and the call graph.
     """
 
-    function: FunctionView | None
+    function: DefinitionView | None
     head: bool
     rows: tuple[Row, ...]
     extra_anchors: tuple[str, ...] = ()  # functions that start here but own no line of their own
@@ -298,23 +418,67 @@ class CourseStepView:
     number: int
     id: str
     anchor: str
-    title: str
+    title: str | Label
     text: TextView | None
     refs: tuple[Link, ...]
+    href: str  # its own page
+    exercises: int  # questions + homework + checkpoints on that page
+
+
+@dataclass(frozen=True)
+class ReadingItem:
+    link: Link  # the file's page or the function's heading
+    annotated: bool  # a reviewer's note waits there
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    number: int
+    anchor: str
+    question: TextView | None
+    answer: TextView | None
+    cites: tuple[Link, ...]  # the code the answer rests on, linked to its lines or definition
+
+
+@dataclass(frozen=True)
+class CheckpointView:
+    key: str  # names.tick_key: where the browser keeps the tick
+    text: TextView | None
+
+
+@dataclass(frozen=True)
+class StepPage:
+    """One step of a course: what it is for, what to read in order, what to run, what to do."""
+
+    page: str
+    root: str
+    course: Link  # the course page, at this step
+    number: int
+    id: str
+    title: str | Label
+    text: TextView | None
+    goals: tuple[TextView | None, ...]
+    reading: tuple[ReadingItem, ...]
+    harness: Link | None  # the runnable kernel's runs page
+    questions: tuple[QuestionView, ...]
+    homework: tuple[TextView | None, ...]
+    checkpoints: tuple[CheckpointView, ...]
+    prev: Link | None
+    next: Link | None
 
 
 @dataclass(frozen=True)
 class CourseView:
     id: str
     page: str
-    title: str
+    title: str | Label
     text: TextView | None
     steps: tuple[CourseStepView, ...]
 
 
 @dataclass(frozen=True)
 class CourseLink:
-    title: str
+    title: str | Label
     href: str
     steps: int
 
@@ -324,7 +488,7 @@ class RunnableRow:
     """One record on the home page's "Runnable kernels" table (its headline timing)."""
 
     kernel: Link
-    device: str
+    device: str | Msg
     local: bool
     shape: str  # the headline (first) timing shape
     time_us: str
@@ -345,6 +509,12 @@ class IndexPage:
 
 
 @dataclass(frozen=True)
+class ErrorPage:
+    page: str
+    root: str
+
+
+@dataclass(frozen=True)
 class CoursePage:
     page: str
     root: str
@@ -353,7 +523,7 @@ class CoursePage:
 
 # ---- harness results (runs/<kernel>.html) ---------------------------------------------------
 # Every value below comes from a run record (data): numbers are formatted to text in
-# site_builder.pages and the templates escape all of it.
+# site_builder.run_views and the templates escape all of it.
 
 
 @dataclass(frozen=True)
@@ -365,9 +535,9 @@ class CheckView:
     trials: int
     rel_l2: str
     max_abs: str
-    tolerance: str  # "rel L2 ≤ 2e-03, max abs ≤ 1e-02"
+    tolerance: str | Msg  # "rel L2 ≤ 2e-03, max abs ≤ 1e-02"
     passed: bool
-    problem: str  # "" when passed; else the error or the worst element
+    problem: str | Msg  # "" when passed; else the error or the worst element
 
 
 @dataclass(frozen=True)
@@ -389,8 +559,8 @@ class RecordView:
     number: int
     anchor: str
     local: bool
-    source: str  # "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json" / "local: <cache path>"
-    device: str
+    source: Msg  # "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json" / "local: <cache path>"
+    device: str | Msg
     capability: str
     driver: str
     torch: str
@@ -402,12 +572,12 @@ class RecordView:
     fatal: str
     copy_peak: str  # measured device-to-device copy, GB/s
     matmul_peak: str  # measured bf16 matmul, TFLOP/s
-    bound: str  # which peak the % uses, in words
+    bound: Msg  # which peak the % uses, in words
     pins: tuple[tuple[str, str], ...]  # (upstream, commit)
     checks: tuple[CheckView, ...]
     timings: tuple[TimingView, ...]
     compile_s: str
-    cache_hit: str  # "yes" | "no" | "—"
+    cache_hit: str | Msg  # yes | no | "—"
     load_s: str
     arch: str
 

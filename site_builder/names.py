@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from annotate.index.model import bare_name, split_key  # noqa: F401  (the key's one parser; pages use it from here)
+
 INDEX_PAGE = "index.html"
+ERROR_PAGE = "404.html"  # `annotate serve` answers an unknown address with it
 SEARCH_INDEX = "search-index.js"
 ASSETS_DIR = "assets"
 MANIFEST = ".annotate-site.json"  # what the last build wrote, with the inputs' keys
@@ -33,6 +36,20 @@ def is_source_page(page: str) -> bool:
 
 def course_page(course_id: str) -> str:
     return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}.html"
+
+
+def step_page(course_id: str, step_id: str) -> str:
+    """The page of one course step: goals, reading list, kernel, exercises."""
+    return f"{COURSES_DIR}{_UNSAFE.sub('_', course_id)}/{_UNSAFE.sub('_', step_id)}.html"
+
+
+def tick_key(course_id: str, step_id: str, number: int) -> str:
+    """The browser-storage key of a step's checkpoint (1-based, in the order the step lists them)."""
+    return f"annotate-tick:{course_id}/{step_id}/{number}"
+
+
+def question_anchor(number: int) -> str:
+    return f"q{number}"
 
 
 def runs_page(kernel: str) -> str:
@@ -69,14 +86,6 @@ def line_anchor(line: int) -> str:
     return f"L{line}"
 
 
-def split_key(key: str) -> tuple[str, str, str, int]:
-    """Symbol.key "<upstream>:<qualified_name>@<path>:<start_line>" -> its four parts."""
-    ident, _, where = key.rpartition("@")
-    upstream, _, qname = ident.partition(":")
-    path, _, line = where.rpartition(":")
-    return upstream, qname, path, int(line)
-
-
 def symbol_anchor(key: str) -> str:
     """The id of a function's heading on its file's page, from Symbol.key.
 
@@ -85,7 +94,7 @@ def symbol_anchor(key: str) -> str:
     through macros, where the qualified name tells them apart).
     """
     _, qname, _, line = split_key(key)
-    name = qname.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+    name = bare_name(qname)
     return f"f-{_UNSAFE.sub('_', name)}-{line}"
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
+
+from markupsafe import Markup, escape
 from pathlib import Path
 
-from site_builder import names
-from site_builder.model import CoursePage, FilePage, IndexPage, RunsPage
+from site_builder import i18n, names
+from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, StepPage, msg
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 ASSETS_SRC = Path(__file__).parent / "assets"
@@ -26,6 +28,80 @@ def _num(n) -> str:
 FILTERS = {"num": _num, "line_anchor": names.line_anchor}
 
 
+def _cat(*parts: str | Msg | Label) -> str | Label:
+    """Words joined, per language (a page title: "<course title> · annotate")."""
+    if all(isinstance(p, str) for p in parts):
+        return "".join(parts)  # type: ignore[arg-type]
+    pairs = [(p, p) if isinstance(p, str) else i18n.pair(p) for p in parts]
+    en = "".join(e or z or "" for e, z in pairs)
+    zh = "".join(z or e or "" for e, z in pairs)
+    return Label(en, zh)
+
+
+# Words in both languages are drawn by the `s` and `a` macros of macros.html.jinja2; a page
+# prints the same few hundred messages thousands of times, so each distinct one is drawn once
+# per process and kept (Msg and Label are frozen, hence usable as keys). Plain strings are data
+# and are only escaped.
+
+
+@lru_cache(maxsize=1 << 16)
+def _words(x: Msg | Label) -> Markup:
+    return environment().get_template("macros.html.jinja2").module.s(x)
+
+
+def words(x: str | Msg | Label) -> Markup:
+    """`{{ W(x) }}`: a string (escaped), or a message or label in both languages."""
+    return escape(x) if isinstance(x, str) else _words(x)
+
+
+def message(mid: str, **args: str | int | float) -> Markup:
+    """`{{ T("id", name=value) }}`: catalogue message `id` in both languages."""
+    return _words(msg(mid, **args))
+
+
+class _Fixed(dict):
+    """`{{ WORDS["id"] }}`: a message without placeholders, in both languages, drawn on first use.
+    A lookup, not a call: the labels every function heading repeats cost a dict hit."""
+
+    def __missing__(self, mid: str) -> Markup:
+        self[mid] = value = _words(msg(mid))
+        return value
+
+
+@lru_cache(maxsize=1 << 14)
+def _attribute(name: str, x: Msg | Label) -> Markup:
+    return environment().get_template("macros.html.jinja2").module.a(name, x)
+
+
+def attribute(name: str, x: str | Msg | Label) -> Markup:
+    """`<a{{ A("title", x) }}>`: an attribute ('' for no text); a message or label in the
+    default language, with both kept for site.js to swap."""
+    if isinstance(x, str):
+        return environment().get_template("macros.html.jinja2").module.a(name, x)
+    return _attribute(name, x)
+
+
+def clear_caches() -> None:
+    """Templates or messages changed (`annotate serve`): forget the environment, the catalogue and
+    what they drew."""
+    i18n.catalogue.cache_clear()
+    i18n.pair.cache_clear()
+    environment.cache_clear()
+    _words.cache_clear()
+    _attribute.cache_clear()
+    _FIXED.clear()
+
+
+_FIXED = _Fixed()
+
+
+def _globals() -> dict:
+    fb = {lang: i18n.one("fallback.tag", lang) for lang in i18n.LANGS}
+    return {"STYLESHEETS": STYLESHEETS, "L": i18n.pair, "M": msg, "cat": _cat, "FB": fb,
+            "W": words, "T": message, "A": attribute, "WORDS": _FIXED,
+            "DEFAULT_LANG": i18n.DEFAULT_LANG, "HTML_LANG": {"en": "en", "zh": "zh-CN"}}
+
+
 @lru_cache(maxsize=1)
 def environment():
     import jinja2
@@ -39,7 +115,7 @@ def environment():
         auto_reload=False,
     )
     env.filters.update(FILTERS)
-    env.globals["STYLESHEETS"] = STYLESHEETS
+    env.globals.update(_globals())
     return env
 
 
@@ -55,6 +131,14 @@ def render_course(page: CoursePage) -> str:
     return environment().get_template("course.html.jinja2").render(page=page)
 
 
+def render_step(page: StepPage) -> str:
+    return environment().get_template("step.html.jinja2").render(page=page)
+
+
+def render_error(page: ErrorPage) -> str:
+    return environment().get_template("error.html.jinja2").render(page=page)
+
+
 def render_runs(page: RunsPage) -> str:
     return environment().get_template("runs.html.jinja2").render(page=page)
 
@@ -65,22 +149,27 @@ def render_search_index(data: dict) -> str:
 
 
 def asset_files() -> dict[str, bytes]:
-    """Every asset the site ships (CSS, JS), by name; all of them live in site_builder/assets."""
-    return {p.name: p.read_bytes() for p in sorted(ASSETS_SRC.iterdir()) if p.is_file()}
+    """Every asset the site ships (CSS, JS), by name: the files of site_builder/assets, and the
+    scripts' messages from the catalogue (messages.js)."""
+    files = {p.name: p.read_bytes() for p in sorted(ASSETS_SRC.iterdir()) if p.is_file()}
+    files["messages.js"] = i18n.script_messages().encode("utf-8")
+    return files
 
 
 # The templates each kind of page is made from: a page's key changes only when one of them
 # does (a CSS or JS edit renders no page again; a home-page edit renders only the home page).
 COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
-PAGE_TEMPLATES = {names.SOURCE_DIR: "file.html.jinja2", names.COURSES_DIR: "course.html.jinja2",
-                  names.INDEX_PAGE: "index.html.jinja2", names.RUNS_DIR: "runs.html.jinja2"}
+PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2"),
+                  names.COURSES_DIR: ("course.html.jinja2", "step.html.jinja2"),
+                  names.INDEX_PAGE: ("index.html.jinja2",),
+                  names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",)}
 
 
 def templates_key(page: str) -> str:
     """Part of the cache key of `page` (a path in the site)."""
-    own = next((t for prefix, t in PAGE_TEMPLATES.items() if page.startswith(prefix)), None)
+    own = next((t for prefix, t in PAGE_TEMPLATES.items() if page.startswith(prefix)), ())
     h = hashlib.sha256(repr(STYLESHEETS).encode())
-    for name in COMMON_TEMPLATES + ((own,) if own else ()):
+    for name in COMMON_TEMPLATES + own:
         h.update(name.encode() + b"\0" + _read(TEMPLATES_DIR / name))
     return h.hexdigest()[:16]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from annotate.config import Config
-from annotate.harness.record import RecordError, RunRecord, read_record_json
+from annotate.harness.record import RecordError, RunRecord, load_record
+from annotate.harness.spec import KernelSpec
 
 
 @dataclass(frozen=True)
@@ -30,12 +30,11 @@ class RecordFile:
     device_dir: str  # "" for the default committed record and for local ones
     path: Path
     run: RunRecord  # the record, typed (unknown keys dropped, bad fields defaulted)
-    record: dict  # the same record's JSON object as written (bounded; fields may be malformed)
 
 
 @dataclass(frozen=True)
 class KernelRuns:
-    spec: Any  # annotate.harness.spec.KernelSpec
+    spec: KernelSpec
     records: tuple[RecordFile, ...]
     problems: tuple[str, ...] = ()  # records that could not be read
     includes: tuple[str, ...] = ()  # `#include <...>` paths of the harness's own sources and headers
@@ -44,7 +43,7 @@ class KernelRuns:
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
-def harness_includes(spec) -> tuple[str, ...]:
+def harness_includes(spec: KernelSpec) -> tuple[str, ...]:
     """The headers the harness's own files include: they tell which upstream definition of an
     overloaded name (e.g. the sm90 and the generic `SinglePrefillWithKVCacheDispatched`) it runs."""
     found: list[str] = []
@@ -113,8 +112,7 @@ def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
 
 def read_record_file(source: str, device_dir: str, path: Path) -> RecordFile:
     """One record file; RecordError (one line) when it cannot be read at all."""
-    raw = read_record_json(path)
-    return RecordFile(source, device_dir, path, RunRecord.from_json(raw, where=str(path)), raw)
+    return RecordFile(source, device_dir, path, load_record(path))
 
 
 def stat_paths(config: Config) -> list[Path]:

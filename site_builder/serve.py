@@ -13,11 +13,13 @@ import functools
 import http.server
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 from annotate.project import Project
 from annotate.terminal import echo
-from site_builder import render
+from site_builder import names, render
+from site_builder.site_pages import error_page
 from site_builder.build import build_site, default_out_dir
 from site_builder.output import prepare_out_dir
 
@@ -26,11 +28,13 @@ POLL_S = 0.4
 
 
 def watched_stamp(config) -> tuple:
-    """Stats of everything a save can change: annotation files, templates, assets, and the
-    harness specs and run records (a finished `annotate run` shows up on its runs page)."""
+    """Stats of everything a save can change: annotation files, templates, assets, the message
+    catalogue, and the harness specs and run records (a finished `annotate run` shows up on its
+    runs page)."""
+    from site_builder.i18n import CATALOGUE
     from site_builder.runs import stat_paths
 
-    paths = []
+    paths = [CATALOGUE]
     for d in (config.annotations_dir, render.TEMPLATES_DIR, render.ASSETS_SRC):
         if d.is_dir():
             paths += sorted(d.rglob("*"))
@@ -67,6 +71,19 @@ def make_handler(out_dir: Path, state: _State):
         def end_headers(self):
             self.send_header("Cache-Control", "no-cache")
             super().end_headers()
+
+        def send_error(self, code, message=None, explain=None):
+            if code != 404 or self.command != "GET":
+                super().send_error(code, message, explain)
+                return
+            # the site's own page, in both languages, with links that lead back from this address
+            rel = urllib.parse.urlsplit(self.path).path.lstrip("/")
+            body = render.render_error(error_page(names.root_prefix(rel))).encode("utf-8")
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def log_message(self, fmt, *args):  # quiet: the rebuild lines are what matter
             pass
@@ -110,7 +127,7 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
 
 
 def _rebuild(project: Project, out: Path, jobs: int | None, state: _State) -> None:
-    render.environment.cache_clear()  # templates may have changed
+    render.clear_caches()  # templates or messages may have changed
     t = time.perf_counter()
     try:
         rep = build_site(project, out, jobs=jobs, force=True)

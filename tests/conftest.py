@@ -45,3 +45,27 @@ def pinned(real_config: Config):
         return root
 
     return get
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-snapshots", action="store_true", default=False,
+                     help="rewrite the snapshot files (tests/data/**/snapshots) from the current output")
+
+
+@pytest.fixture
+def snapshot(request):
+    """snapshot(path, text): compare `text` with the committed snapshot file. A missing or
+    different snapshot fails; `pytest --update-snapshots` writes them (review the diff)."""
+    update = request.config.getoption("--update-snapshots")
+
+    def check(path: Path, text: str) -> None:
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        if not path.is_file():
+            pytest.fail(f"snapshot {path.name} is missing; run pytest --update-snapshots to write it, then review it")
+        assert text == path.read_text(encoding="utf-8"), (
+            f"{path.name} changed; if intended, run pytest --update-snapshots and review the diff")
+
+    return check

@@ -18,7 +18,9 @@ def available() -> bool:
 
 
 @contextmanager
-def chromium(width: int = 1600, height: int = 1000):
+def chromium(width: int = 1600, height: int = 1000, languages: str = "en-US,en"):
+    """A fresh headless Chromium (its own profile: nothing remembered) whose navigator.languages
+    are `languages` (the Accept-Language list)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -29,6 +31,8 @@ def chromium(width: int = 1600, height: int = 1000):
         opts.add_argument(f)
     opts.add_argument(f"--user-data-dir={profile}")
     opts.add_argument(f"--window-size={width},{height}")
+    opts.add_argument(f"--lang={languages.split(',')[0]}")
+    opts.add_experimental_option("prefs", {"intl.accept_languages": languages})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     try:
         yield driver

@@ -1,17 +1,20 @@
-"""Fixtures for the site builder's tests: a tiny upstream ("demo") with two CUDA files, an
-index of it written out by hand (so the page-model tests do not depend on the index's
-parser), and annotation objects shaped like annotate.notes' model.
+"""Fixtures for the site builder's tests: a tiny upstream ("demo") with two CUDA files, indexed
+by the real indexer (`index_directory`), annotation objects made with annotate.notes' model, and
+text dumps of page models for the snapshot tests.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from functools import lru_cache
 from pathlib import Path
 
-from annotate.index.model import CALL, LAUNCH, CallEdge, FileIndex, MemoryFact, Symbol
 from annotate.upstreams import Upstream
 
 DATA = Path(__file__).parent / "data" / "site"
 SRC = DATA / "src"
+REPO = DATA / "repo"  # a repository root holding one harness spec and its records
+SNAPSHOTS = DATA / "snapshots"
 UP = "demo"
 NORM = "include/demo/norm.cuh"
 DECODE = "include/demo/decode.cuh"
@@ -30,101 +33,33 @@ def _line(text: str, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in fixture")
 
 
-def _col(text: str, line: int, name: str) -> int:
-    return text.split("\n")[line - 1].index(name)
+@lru_cache(maxsize=1)
+def demo_index():
+    """The demo tree through the real indexer (no cache: nothing is written)."""
+    from annotate.index.api import index_directory
+
+    return index_directory(UP, SRC)
 
 
-def _sym(path, text, name, qname, kind, head, end_needle, template=False, after=0) -> Symbol:
-    start = _line(text, head)
-    lines = text.split("\n")
-    end = next(i for i in range(start, len(lines) + 1) if lines[i - 1].startswith(end_needle) and i > start)
-    return Symbol(upstream=UP, path=path, name=name, qualified_name=qname, kind=kind,
-                  signature=lines[start - 1].strip().rstrip("{").strip(), template_params="typename T" if template else None,
-                  start_line=start - (1 if template else 0), end_line=end, body_start_line=start,
-                  fingerprint=f"{abs(hash(qname)) % (1 << 63):016x}"[:16], is_cuda_qualified=())
+def demo_context(config, **kw):
+    """The SiteContext of a build of the demo tree with `demo_annotations(**kw)`; harness runs
+    are those of `config`'s repository (REPO has one)."""
+    from annotate.project import open_project
+    from site_builder.context import site_context
 
-
-class FixtureIndex:
-    """The subset of annotate.index.api.Index the site uses, over the demo files."""
-
-    def __init__(self) -> None:
-        norm = (SRC / NORM).read_text()
-        dec = (SRC / DECODE).read_text()
-        self._text = {NORM: norm, DECODE: dec}
-        shfl = _sym(NORM, norm, "shfl_xor_sync", "demo::math::shfl_xor_sync", "device", "float shfl_xor_sync(", "}")
-        kern = _sym(NORM, norm, "RMSNormKernel", "demo::RMSNormKernel", "kernel", "void RMSNormKernel(", "}", True)
-        host = _sym(NORM, norm, "RMSNorm", "demo::RMSNorm", "host", "cudaError_t RMSNorm(", "}", True)
-        wsum = _sym(DECODE, dec, "warp_sum", "demo::warp_sum", "device", "float warp_sum(", "}")
-        dk = _sym(DECODE, dec, "DecodeKernel", "demo::DecodeKernel", "kernel", "void DecodeKernel(", "}")
-        dh = _sym(DECODE, dec, "Decode", "demo::Decode", "host", "cudaError_t Decode(", "}")
-        self.syms = {s.qualified_name: s for s in (shfl, kern, host, wsum, dk, dh)}
-
-        def edge(caller, text, path, needle, name, kind=CALL, callee=None):
-            ln = _line(text, needle)
-            return CallEdge(caller.key, name, kind, path, ln, _col(text, ln, name.split("::")[-1].split("<")[0]),
-                            (callee.key,) if callee else ())
-
-        n_edges = (
-            edge(kern, norm, NORM, "math::shfl_xor_sync(sum_sq", "math::shfl_xor_sync", callee=shfl),
-            edge(kern, norm, NORM, "rsqrtf(", "rsqrtf"),
-            edge(host, norm, NORM, "RMSNormKernel<T><<<", "RMSNormKernel", LAUNCH, kern),
-        )
-        d_edges = (
-            edge(wsum, dec, DECODE, "math::shfl_xor_sync(x", "math::shfl_xor_sync", callee=shfl),
-            edge(dk, dec, DECODE, "acc = warp_sum(acc)", "warp_sum", callee=wsum),
-            edge(dk, dec, DECODE, "undefined_helper(out)", "undefined_helper"),
-            edge(dh, dec, DECODE, "DecodeKernel<<<", "DecodeKernel", LAUNCH, dk),
-            edge(dh, dec, DECODE, "return RMSNorm<float>", "RMSNorm", callee=host),
-        )
-        n_facts = (
-            MemoryFact(kern.key, "shared-static", "__shared__ float smem[32]", NORM, _line(norm, "__shared__ float"), "shared-static"),
-            MemoryFact(kern.key, "barrier", "__syncthreads()", NORM, _line(norm, "__syncthreads"), "syncthreads"),
-            MemoryFact(kern.key, "warp-shuffle", "shfl_xor_sync", NORM, _line(norm, "math::shfl_xor_sync(sum_sq"), "shfl"),
-        )
-        self._files = {
-            NORM: FileIndex(UP, NORM, "b" * 40, "cuda", (shfl, kern, host), n_edges, n_facts),
-            DECODE: FileIndex(UP, DECODE, "c" * 40, "cuda", (wsum, dk, dh), d_edges, ()),
-        }
-
-    # -- the Index API subset --
-    def upstreams(self):
-        return [UP]
-
-    def files(self, upstream=None):
-        return [f for f in self._files.values() if upstream in (None, f.upstream)]
-
-    def file(self, upstream, path):
-        return self._files[path]
-
-    def source(self, upstream, path):
-        return self._text[path]
-
-    def symbols_in(self, upstream, path):
-        return sorted(self._files[path].symbols, key=lambda s: s.start_line)
-
-    def symbol(self, key):
-        return next(s for s in self.syms.values() if s.key == key)
-
-    def callees(self, sym):
-        return sorted((e for f in self._files.values() for e in f.edges if e.caller == sym.key),
-                      key=lambda e: (e.line, e.column))
-
-    def callers(self, sym):
-        return sorted((e for f in self._files.values() for e in f.edges if sym.key in e.callees),
-                      key=lambda e: (e.path, e.line, e.column))
-
-    def find(self, name, upstream=None):
-        exact = [s for s in self.syms.values() if s.qualified_name == name]
-        return exact or [s for q, s in self.syms.items() if q.endswith("::" + name) or s.name == name]
+    index = demo_index()
+    project = open_project(config, index=index, annotations=demo_annotations(index, **kw),
+                           pins={UP: demo_upstream()})
+    return site_context(project)
 
 
 # ---- annotations, as annotate.notes' model --------------------------------------------------
 
-def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool = False):
+def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
     from annotate.notes import model as M
 
-    kern = index.syms["demo::RMSNormKernel"]
-    dk = index.syms["demo::DecodeKernel"]
+    kern = index.resolve("demo::RMSNormKernel")
+    dk = index.resolve("demo::DecodeKernel")
     norm_text = index.source(UP, NORM)
     summary = "One block per row: sum of squares, **warp reduction**, then scale by `rsqrt`."
     if evil:
@@ -141,7 +76,7 @@ def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool
         calls={"demo::math::shfl_xor_sync": M.Text("warp butterfly reduction")},
         notes=(M.InlineNote("sum_sq += math::shfl_xor_sync", M.Text("Five butterfly steps reduce 32 lanes."),
                             at_line, at_line),),
-        course=("demo-course",), harness="rmsnorm",
+        course=("demo-course", "day-1"), harness="rmsnorm",
     )
     dn = M.FunctionNote(
         "demo::DecodeKernel", UP, DECODE, dk, M.STALE if stale_decode else M.OK,
@@ -149,8 +84,13 @@ def demo_annotations(index: FixtureIndex, evil: bool = False, stale_decode: bool
         summary=M.Text("A toy dot product, one warp; the partial sums meet in `warp_sum`."),
     )
     course = M.Course("demo-course", M.Text("Demo course"), M.Text("Read the norm, then the decode."), (
-        M.CourseStep("day-1", M.Text("RMSNorm"), M.Text("Start with the kernel."),
-                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}")),
+        M.CourseStep("day-1", M.Text("RMSNorm", "RMSNorm 归一化"), M.Text("Start with the kernel."),
+                     (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}"), goals=(M.Text("Find the reduction", "找到归约"),),
+                     harness="rmsnorm", exercises=M.Exercises(
+                         questions=(M.Question(M.Text("How many steps?", "几步？"), M.Text("Five.", "五步。"),
+                                               (f"{UP}:{NORM}:20-22", f"{UP}:demo::math::shfl_xor_sync",
+                                                f"{UP}:include/demo/gone.cuh:3")),),
+                         homework=(M.Text("Run it."),), checkpoints=(M.Text("Found it", "找到了"),))),
         M.CourseStep("day-2", M.Text("Decode"), None, (f"{UP}:demo::Decode", f"{UP}:no::such_thing")),
     ))
     files = [
@@ -226,37 +166,37 @@ def build_fixture_site(config, out, annotations=None, **kw):
     return build_site(project, out, jobs=1, **kw)
 
 
-# ---- a text dump of the page model (the snapshot that a grammar change shows up in) ----------
+# ---- text dumps of page models (the snapshots a model change shows up in) --------------------
+
+def dump_model(obj, skip: frozenset[str] = frozenset()) -> str:
+    """Any page model as indented text: one line per field, dataclasses and tuples opened up,
+    fields named in `skip` left out."""
+    out: list[str] = []
+
+    def walk(x, indent: str, label: str) -> None:
+        if dataclasses.is_dataclass(x):
+            out.append(f"{indent}{label}{type(x).__name__}")
+            for f in dataclasses.fields(x):
+                if f.name not in skip:
+                    walk(getattr(x, f.name), indent + "  ", f.name + ": ")
+        elif isinstance(x, (tuple, list)) and x and not all(isinstance(v, (str, int, float)) for v in x):
+            out.append(f"{indent}{label}[{len(x)}]")
+            for i, v in enumerate(x):
+                walk(v, indent + "  ", f"{i}: ")
+        else:
+            out.append(f"{indent}{label}{x!r}" if not isinstance(x, str) else f"{indent}{label}{str(x)!r}")
+
+    walk(obj, "", "")
+    return "\n".join(out) + "\n"
+
 
 def dump_page(page) -> str:
-    plan = page.plan
-    out = [f"page {plan.page} root={plan.root!r} lines={page.line_count} language={plan.language}",
-           f"overview: {plan.overview.en if plan.overview else None}",
-           "legend: " + ", ".join(f"{e.kind}={e.abbr}/{e.css}x{e.count}" for e in plan.legend)]
-    for f in plan.functions:
-        out.append(f"function {f.qualified_name} [{f.kind}] #{f.anchor} L{f.start_line}-{f.end_line}")
-        for title, xs in (("calls", f.callees), ("launches", f.launches), ("callers", f.callers)):
-            for x in xs:
-                sites = " ".join(f"{s.label}->{s.href}" for s in x.sites)
-                out.append(f"  {title}: {x.target.label} -> {x.target.href} ({x.kind}) {sites} +{x.more_sites}")
-        for m in f.facts:
-            out.append(f"  fact L{m.line} {m.kind} {m.abbr}: {m.detail}")
-        if f.note:
-            n = f.note
-            out.append(f"  note status={n.status} summary={n.summary.en if n.summary else None!s}")
-            for c in n.calls:
-                out.append(f"    call note {c.callee.label} -> {c.callee.href}: {c.text.en}")
-            for c in n.courses:
-                out.append(f"    course {c.label} -> {c.href}")
-        for i in f.inline_notes:
-            out.append(f"  inline L{i.line}-{i.end_line} at={i.at!r}: {i.text.en}")
-        if f.graph:
-            out.append("  graph " + ", ".join(f"{g.role}:{g.label}" for g in f.graph.nodes)
-                       + " | " + ", ".join(e.kind for e in f.graph.edges))
-    for ln in plan.links:
-        out.append(f"link L{ln.line}:{ln.column} {ln.name} -> {ln.href}")
+    """A source page: its plan field by field, then how the lines are cut into sections and rows
+    (the token pieces themselves are left to the HTML snapshot)."""
+    out = [dump_model(page.plan).rstrip("\n"), f"lines {page.line_count}"]
     for s in page.sections:
         owner = s.function.qualified_name if s.function else "-"
         rows = " ".join(f"[{r.first}-{r.lines[-1].no}{' note' if r.note else ''}]" for r in s.rows)
-        out.append(f"section {owner}{' head' if s.head else ''} lead={s.lead_rows} {rows}")
+        out.append(f"section {owner}{' head' if s.head else ''} lead={s.lead_rows} {rows}"
+                   + (f" extra={s.extra_anchors}" if s.extra_anchors else ""))
     return "\n".join(out) + "\n"

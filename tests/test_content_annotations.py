@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from annotate.index.model import bare_name
+
 REPO = Path(__file__).resolve().parent.parent
 ANN = REPO / "annotations"
 COURSES = ANN / "courses"
@@ -46,7 +48,7 @@ def _texts(v) -> list[str]:
 def test_there_is_a_real_set():
     files = _annotation_files()
     assert len(files) >= 5
-    assert sum(len(_load(p)["functions"]) for p in files) >= 40
+    assert sum(len(_load(p).get("functions") or {}) for p in files) >= 40
     assert {p.stem for p in _course_files()} >= {"flashinfer-course", "flash-attention-plan"}
 
 
@@ -69,8 +71,8 @@ def test_annotation_file_shape(path: Path):
     for t in _texts(doc.get("overview")):
         assert t.strip()
     steps = _step_ids()
-    assert doc["functions"], "no functions"
-    for name, fn in doc["functions"].items():
+    assert doc.get("functions") or doc.get("types") or doc.get("macros"), "no functions, types or macros"
+    for name, fn in (doc.get("functions") or {}).items():
         assert fn.get("summary"), f"{name}: summary missing"
         for key in ("summary", "decomposition", "sync", "first_look"):
             _texts(fn.get(key))
@@ -82,6 +84,19 @@ def test_annotation_file_shape(path: Path):
         assert fn.get("course"), f"{name}: no course tag"
         for tag in fn["course"]:
             assert tag in steps, f"{name}: unknown course step {tag}"
+    for section, keys in (("types", ("summary", "layout")), ("macros", ("summary", "expands_to"))):
+        for name, entry in (doc.get(section) or {}).items():
+            assert entry.get("summary"), f"{name}: summary missing"
+            for key in keys:
+                _texts(entry.get(key))
+            for text in (entry.get("fields") or {}).values():
+                assert _texts(text), f"{name}: empty field note"
+            for n in entry.get("notes", []):
+                assert n["at"].strip() and n["text"]
+                assert len(n["at"]) <= MAX_ANCHOR, f"{name}: anchor too long to be an anchor"
+            assert entry.get("course"), f"{name}: no course tag"
+            for tag in entry["course"]:
+                assert tag in steps, f"{name}: unknown course step {tag}"
 
 
 def _step_ids() -> set[str]:
@@ -112,8 +127,10 @@ def test_every_step_has_annotated_functions_or_files():
     """Each course step either tags annotated functions or points at files to read."""
     tagged: set[str] = set()
     for p in _annotation_files():
-        for fn in _load(p)["functions"].values():
-            tagged |= set(fn.get("course", []))
+        doc = _load(p)
+        for section in ("functions", "types", "macros"):
+            for entry in (doc.get(section) or {}).values():
+                tagged |= set(entry.get("course", []))
     steps = _step_ids()
     assert len(tagged & steps) >= len(steps) - 3
 
@@ -137,10 +154,10 @@ def test_refs_and_anchors_exist_at_the_pins(pinned, real_config, upstream: str):
             continue
         assert src.is_file(), f"{p}: {doc['path']} not in the pin"
         text = squash(src.read_text(encoding="utf-8", errors="replace"))
-        for name, fn in doc["functions"].items():
+        entries = [e for section in ("functions", "types", "macros") for e in (doc.get(section) or {}).items()]
+        for name, fn in entries:
             # `name@label` keys tell overloads apart; the label is not part of the name
-            short = name.split("@")[0].split("::")[-1].split(".")[-1]
-            assert short in text, f"{p}: {name} not in {doc['path']}"
+            assert bare_name(name.split("@")[0]) in text, f"{p}: {name} not in {doc['path']}"
             for n in fn.get("notes", []):
                 assert squash(n["at"]) in text, f"{p}: {name}: anchor {n['at']!r} not in {doc['path']}"
     for c in _course_files():

@@ -231,3 +231,26 @@ def test_package_fixture_holds_what_the_tests_assume(tmp_path):
     assert committed == set(PKG_V1)
     assert all(any(matches_exclude(p, (pat,)) for p in PKG_EXCLUDED) for pat in PKG_EXCLUDE)
     assert {p for p in PKG_V1 if matches_exclude(p, tuple(PKG_EXCLUDE))} == set(PKG_EXCLUDED)
+
+
+def test_a_checkout_fetched_for_other_patterns_is_not_this_pins(world):
+    """The record names the selection (paths + exclude) it was fetched for; edit the pin and the
+    checkout stops counting as fetched until a fetch verifies it against the new pin."""
+    [rec] = ensure_fetched(world.config(), via="git", progress=False)
+    assert rec.selection == get_upstream(world.config(), "demo").selection()
+    original = world.pins()
+    changed = json.loads(json.dumps(original))
+    changed["upstreams"]["demo"]["exclude"] = PKG_EXCLUDE[:1]
+    world.write_pins(changed)
+    assert fetched_root(world.config(), "demo") is None
+    world.write_pins(original)
+    assert fetched_root(world.config(), "demo") == rec.root
+    # a record written before records named their selection is not trusted either: the next
+    # fetch verifies the tree in place against the lock and writes a record that names it
+    path = world.config().fetch_record("demo", rec.commit)
+    data = json.loads(path.read_text())
+    del data["selection"]
+    path.write_text(json.dumps(data))
+    assert fetched_root(world.config(), "demo") is None
+    [again] = ensure_fetched(world.config(), progress=False)
+    assert again.route == "existing" and again.verified == "full" and again.selection == rec.selection

@@ -335,3 +335,15 @@ def test_symbol_fingerprint_is_of_body(ix):
 def test_includes_resolved(ix):
     fi = ix.file("demo", "include/kernels.cuh")
     assert fi.includes == ("include/helpers.cuh",)
+
+
+def test_captures_come_in_document_order_every_time(tmp_path):
+    # tree-sitter's captures() order varies between calls; the index must not (includes, facts)
+    from annotate.index.extract import extract_full
+
+    src = b"".join(b'#include "h%d.cuh"\n' % i for i in range(12)) + (
+        b"__global__ void k(float* x) {\n  __shared__ float s[4]; __syncthreads(); __syncthreads();\n}\n")
+    runs = {(ex.file.includes, ex.file.facts) for ex in (extract_full("demo", "a.cu", src) for _ in range(20))}
+    assert len(runs) == 1
+    includes, _ = runs.pop()
+    assert includes == tuple(f'"h{i}.cuh"' for i in range(12))

@@ -107,7 +107,7 @@ def test_fact_labels_hold(ix):
     assert tp / (tp + fp) >= 0.95 and tp / (tp + fn) >= 0.95
 
 
-def test_cli_on_pins(capsys):
+def test_cli_on_pins(ix, capsys):  # ix: skips unless the pins are fetched
     import json
 
     from annotate.cli import main
@@ -125,3 +125,16 @@ def test_cli_on_pins(capsys):
     assert main(["show", "flash-attention:flash::compute_attn", "--no-color"]) == 0
     out = capsys.readouterr().out
     assert "compute_attn_1rowblock" in out and "callers" in out
+
+
+def test_store_queries_agree_with_the_loaded_index(ix, real_config):
+    # the same answers from SQL queries (a fresh index) and from memory (after files())
+    import random
+
+    from annotate.index.api import load_index
+
+    fresh = load_index(real_config)
+    syms = [s for fi in ix.files() for s in fi.symbols]
+    for s in random.Random(11).sample(syms, 1500):
+        assert fresh.callees(s) == ix.callees(s) and fresh.callers(s) == ix.callers(s)
+        assert fresh.facts(s) == ix.facts(s) and fresh.symbol(s.key) == s

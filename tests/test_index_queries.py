@@ -66,3 +66,24 @@ def test_fact_query_compiles_and_tool_version_is_stable():
     assert fact_query().pattern_count >= 1
     assert len(rules()) > 20
     assert parse.tool_version() == parse.tool_version() and len(parse.tool_version()) == 16
+
+
+def test_one_walk_gives_each_query_its_own_matches():
+    # extraction runs all queries (and the fact rules) in one walk; each must see exactly the
+    # matches it gets alone, in the same order
+    from pathlib import Path
+
+    from tree_sitter import QueryCursor
+
+    from annotate.index.extract import _CUDA_QUERIES
+    from annotate.index.facts import fact_query_source
+
+    src = b"".join(p.read_bytes() for p in sorted((Path(__file__).parent / "data").rglob("*.cuh")))
+    src += b"struct S { __device__ void f(S& s) { auto g = &h; s.f(s); } };\n}}} ((( \n"  # a class, an ERROR
+    root = parse.parser("cuda").parse(parse.prepare_cuda(src)).root_node
+    got = parse.run_queries("cuda", root, _CUDA_QUERIES, (("facts", fact_query_source()),))
+    for name in _CUDA_QUERIES:
+        alone = [m for _, m in QueryCursor(parse.query(name)).matches(root)]
+        assert got[name] == alone and alone, name
+    alone = QueryCursor(fact_query()).captures(root)["n"]
+    assert parse.captured(got["facts"], "n") == parse.in_document_order(alone)

@@ -1,5 +1,5 @@
-"""`annotate check` on small annotation files against the in-memory fake index: one test per
-error class, plus --refresh, --json and the exit codes."""
+"""`annotate check` on small annotation files against the real index of a tiny tree: one test
+per error class, plus --refresh, --json and the exit codes."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 
 from annotate.notes.check import StaleExplainer, format_report, run_check
 from annotate.notes.history import BodyStore
-from tests.notes_support import NORM_SRC, FakeIndex, write_annotation
+from tests.notes_support import NORM_SRC, index_of, write_annotation
 
 UP, PATH = "demo", "include/demo/norm.cuh"
 
 
 @pytest.fixture
 def index():
-    return FakeIndex({(UP, PATH): NORM_SRC, (UP, "include/demo/other.cuh"): "namespace demo {\nvoid helper(int n) {\n  n++;\n}\n}\n"})
+    return index_of({(UP, PATH): NORM_SRC, (UP, "include/demo/other.cuh"): "namespace demo {\nvoid helper(int n) {\n  n++;\n}\n}\n"})
 
 
 @pytest.fixture
@@ -185,7 +185,7 @@ def test_missing_fingerprint_warns_and_refresh_writes_it(tmp_config, index, root
 
 def test_stale_with_diff_from_stored_body(tmp_config, index, root):
     old_src = NORM_SRC.replace("x += shfl_xor(x, 8);", "x += shfl_xor(x, 4);")
-    old = FakeIndex({(UP, PATH): old_src})
+    old = index_of({(UP, PATH): old_src})
     sym = next(s for s in old.all_symbols() if s.name == "warp_reduce")
     BodyStore(tmp_config).put(sym.fingerprint, old.text_of(sym))
     r = check(tmp_config, index, root, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {sym.fingerprint}\n")
@@ -247,14 +247,16 @@ def test_json_output_and_summary(tmp_config, index, root):
 
 
 def test_internal_error_becomes_diagnostic(tmp_config, index, root):
-    class Exploding(FakeIndex):
+    from annotate.index.api import Index
+
+    class Exploding(Index):
         def symbols_in(self, upstream, path):
             raise RuntimeError("boom")
 
         def text_of(self, sym):
             raise RuntimeError("boom")
 
-    bad = Exploding({(UP, PATH): NORM_SRC})
+    bad = Exploding.merged(index_of({(UP, PATH): NORM_SRC}))
     bad.symbols_in = None  # not even callable: the loader must still cope
     r = check(tmp_config, bad, root, HEAD + "functions:\n  demo::norm::warp_reduce: {}\n")
     assert r.exit_code() == 1
@@ -286,30 +288,30 @@ def demo_repo(tmp_path):
 
 def test_stale_diff_from_git_history(tmp_config, index, root, demo_repo):
     from annotate.config import Config
-    from tests.notes_support import fake_index_directory
+    from annotate.index.api import index_directory
 
-    old = FakeIndex({(UP, PATH): NORM_SRC.replace("x += shfl_xor(x, 8);", "x += shfl_xor(x, 4);")})
+    old = index_of({(UP, PATH): NORM_SRC.replace("x += shfl_xor(x, 8);", "x += shfl_xor(x, 4);")})
     fp = next(s for s in old.all_symbols() if s.name == "warp_reduce").fingerprint
     config = Config.load(environ={"ANNOTATE_URL_DEMO": f"file://{demo_repo}"}, cache_dir=tmp_config.cache_dir)
     write_annotation(root, UP, PATH, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n",
                      config=config)
-    r = run_check(config, index, root, explainer=StaleExplainer(config, indexer=fake_index_directory))
+    r = run_check(config, index, root, explainer=StaleExplainer(config, indexer=index_directory))
     d = only(r, "stale")
     assert "from git " in d.detail and "-  x += shfl_xor(x, 4);" in d.detail and "@@ -18,3 +18,3 @@" in d.detail
     assert BodyStore(config).get(fp) is not None  # found once, kept for next time
 
 
 def test_stale_diff_from_against_tree(tmp_config, index, root, tmp_path):
-    from tests.notes_support import fake_index_directory
+    from annotate.index.api import index_directory
 
     tree = tmp_path / "other"
     (tree / "include/demo").mkdir(parents=True)
     (tree / PATH).write_text(NORM_SRC.replace("x += shfl_xor(x, 16);", "x += shfl_xor(x, 32);"))
-    fp = next(s for s in FakeIndex({(UP, PATH): (tree / PATH).read_text()}).all_symbols()
+    fp = next(s for s in index_of({(UP, PATH): (tree / PATH).read_text()}).all_symbols()
               if s.name == "warp_reduce").fingerprint
     write_annotation(root, UP, PATH, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n",
                      config=tmp_config)
-    ex = StaleExplainer(tmp_config, indexer=fake_index_directory, against_tree=str(tree))
+    ex = StaleExplainer(tmp_config, indexer=index_directory, against_tree=str(tree))
     d = only(run_check(tmp_config, index, root, explainer=ex), "stale")
     assert f"--against-dir {tree}" in d.detail and "-  x += shfl_xor(x, 32);" in d.detail
 
@@ -317,7 +319,7 @@ def test_stale_diff_from_against_tree(tmp_config, index, root, tmp_path):
 def test_drift_against_git_ref(tmp_config, index, root, demo_repo):
     from annotate.config import Config
     from annotate.notes.drift import run_drift
-    from tests.notes_support import fake_index_directory
+    from annotate.index.api import index_directory
 
     config = Config.load(environ={"ANNOTATE_URL_DEMO": str(demo_repo)}, cache_dir=tmp_config.cache_dir)
     fp = fp_of(index, "demo::norm::warp_reduce")
@@ -327,12 +329,12 @@ def test_drift_against_git_ref(tmp_config, index, root, demo_repo):
     for ref, kind in (("v2", "unchanged"), ("v0", "changed")):
         report = run_check(config, index, root)
         run_drift(config, report, index, ref=ref, tree=None, git_dir=None, upstream=None,
-                  indexer=fake_index_directory)
+                  indexer=index_directory)
         got = {e.name: e.kind for e in report.drift}
         assert got == {"demo::norm::warp_reduce": kind, "demo::norm::RMSNormKernel": "unchanged"}
         assert report.drift[0].target.startswith(f"{ref} (")
     report = run_check(config, index, root)
-    run_drift(config, report, index, ref="nope", tree=None, git_dir=None, upstream=None, indexer=fake_index_directory)
+    run_drift(config, report, index, ref="nope", tree=None, git_dir=None, upstream=None, indexer=index_directory)
     assert "is not a commit" in report.drift_diagnostics[0].message
 
 
@@ -381,7 +383,8 @@ def test_two_entries_for_one_definition(tmp_config, index, root):
 
 def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(tmp_config, index, root, monkeypatch):
     # The archive route ships no hopper/ headers: notes on them cannot be checked there, which
-    # is a warning, while a path that is not in the pin at all stays an error.
+    # is said (info: a limit of the checkout, not a fault of the notes, so `--strict` passes on an
+    # archive-fetched cache), while a path that is not in the pin at all stays an error.
     import annotate.fetch.api as fetch_api
 
     absent = "include/demo/hopper.cuh"
@@ -389,9 +392,10 @@ def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(
     write_annotation(root, UP, absent, f"upstream: {UP}\npath: {absent}\nfunctions:\n  demo::f: {{summary: x}}\n",
                      config=tmp_config)
     r = check(tmp_config, index, root, f"upstream: {UP}\npath: include/demo/nrom.cuh\n", name="include/demo/nrom.cuh")
-    assert only(r, "not-in-checkout").severity == "warning"
+    assert only(r, "not-in-checkout").severity == "info"
     assert only(r, "missing-file").severity == "error"
     assert r.counts()["unchecked"] == 1 and r.counts()["broken"] == 0
+    assert r.exit_code(strict=True) == 1  # the missing file; the unchecked one alone would pass
 
 
 def test_harness_must_name_a_runnable_kernel(tmp_config, index, root):

@@ -1,4 +1,4 @@
-"""Drift: the annotations resolved at another version. Unit tests on a fake tree for every
+"""Drift: the annotations resolved at another version. Unit tests on a tiny tree for every
 class (moved, changed, renamed, moved-file, removed), then the real fixture: annotations
 written against FlashInfer v0.6.9 (tests/data/drift/) checked against v0.6.17."""
 
@@ -15,7 +15,8 @@ import pytest
 from annotate.config import Config
 from annotate.notes.check import StaleExplainer, run_check
 from annotate.notes.drift import run_drift
-from tests.notes_support import NORM_SRC, FakeIndex, fake_index_directory, write_annotation
+from annotate.index.api import index_directory
+from tests.notes_support import NORM_SRC, index_of, write_annotation
 
 UP, PATH = "demo", "include/demo/norm.cuh"
 DATA = Path(__file__).parent / "data" / "drift"
@@ -34,8 +35,8 @@ def _fp(index, name):
     return next(s for s in index.all_symbols() if s.qualified_name == name).fingerprint
 
 
-def test_drift_classes_on_a_fake_tree(tmp_config, tmp_path):
-    a = FakeIndex({(UP, PATH): NORM_SRC})
+def test_drift_classes_on_a_tiny_tree(tmp_config, tmp_path):
+    a = index_of({(UP, PATH): NORM_SRC})
     # version B: two lines inserted on top (everything moves), warp_reduce's body changes,
     # Launch(int) renamed to Start (same body), Launch(float) moved to another file,
     # RMSNormKernel renamed with a small edit (similar body), helper gone entirely.
@@ -49,7 +50,7 @@ def test_drift_classes_on_a_fake_tree(tmp_config, tmp_path):
                                           "namespace demo {\nnamespace norm {\nvoid Launch(float x) {\n  helper(x);\n}\n}\n}\n"})
     root = tmp_path / "annotations"
     extra = "\nfloat gone(int z) {\n  float acc = z * 3.5f;\n  acc -= 1;\n  return acc;\n}\n"
-    a = FakeIndex({(UP, PATH): NORM_SRC.replace("}  // namespace norm", extra + "}  // namespace norm")})
+    a = index_of({(UP, PATH): NORM_SRC.replace("}  // namespace norm", extra + "}  // namespace norm")})
     write_annotation(root, UP, PATH, f"""upstream: {UP}
 path: {PATH}
 functions:
@@ -72,7 +73,7 @@ functions:
     report = run_check(tmp_config, a, root)
     assert report.exit_code(strict=True) == 0, [d.format() for d in report.diagnostics]
     run_drift(tmp_config, report, a, ref=None, tree=str(b_root), git_dir=None, upstream=None,
-              indexer=fake_index_directory)
+              indexer=index_directory)
     kinds = {(e.name, e.kind) for e in report.drift}
     assert kinds == {("demo::norm::RMSNormKernel", "renamed"), ("demo::norm::warp_reduce", "changed"),
                      ("demo::norm::Launch", "renamed"), ("demo::norm::Launch", "moved-file"),
@@ -93,26 +94,26 @@ functions:
 
 
 def test_drift_moved_only(tmp_config, tmp_path):
-    a = FakeIndex({(UP, PATH): NORM_SRC})
+    a = index_of({(UP, PATH): NORM_SRC})
     b_root = _write_tree(tmp_path / "b", {PATH: "// one more line\n" + NORM_SRC})
     root = tmp_path / "annotations"
     write_annotation(root, UP, PATH, f"upstream: {UP}\npath: {PATH}\nfunctions:\n  demo::norm::warp_reduce:\n"
                      f"    fingerprint: {_fp(a, 'demo::norm::warp_reduce')}\n", config=tmp_config)
     report = run_check(tmp_config, a, root)
     run_drift(tmp_config, report, a, ref=None, tree=str(b_root), git_dir=None, upstream=None,
-              indexer=fake_index_directory)
+              indexer=index_directory)
     (e,) = report.drift
     assert (e.kind, e.old_lines, e.new_lines) == ("moved", (17, 21), (18, 22))
     assert report.drift_diagnostics[0].severity == "info" and report.exit_code(strict=True) == 0
 
 
 def test_drift_without_a_mirror_is_a_clear_error(tmp_config, tmp_path):
-    a = FakeIndex({(UP, PATH): NORM_SRC})
+    a = index_of({(UP, PATH): NORM_SRC})
     root = tmp_path / "annotations"
     write_annotation(root, UP, PATH, f"upstream: {UP}\npath: {PATH}\nfunctions:\n  demo::norm::warp_reduce: {{}}\n",
                      config=tmp_config)
     report = run_check(tmp_config, a, root)
-    run_drift(tmp_config, report, a, ref="v1", tree=None, git_dir=None, upstream=None, indexer=fake_index_directory)
+    run_drift(tmp_config, report, a, ref="v1", tree=None, git_dir=None, upstream=None, indexer=index_directory)
     (d,) = report.drift_diagnostics
     assert d.code == "drift" and "ANNOTATE_URL_DEMO" in d.message
 

@@ -12,14 +12,14 @@ from annotate.errors import UsageError
 from annotate.notes.check import run_check
 from annotate.notes.new import new_stub
 from annotate.yamlpos import load_yaml
-from tests.notes_support import NORM_SRC, FakeIndex
+from tests.notes_support import NORM_SRC, index_of
 
 UP, PATH = "demo", "include/demo/norm.cuh"
 
 
 @pytest.fixture
 def index():
-    return FakeIndex({(UP, PATH): NORM_SRC})
+    return index_of({(UP, PATH): NORM_SRC})
 
 
 def test_new_creates_file_with_schema_line(tmp_config, index, tmp_path):

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from annotate.errors import Diagnostic
 from annotate.notes.check import StaleExplainer, run_check
 from annotate.yamlpos import YamlProblem, decode, load_yaml
-from tests.notes_support import NORM_SRC, FakeIndex
+from tests.notes_support import NORM_SRC, index_of
 
 UP, PATH = "demo", "include/demo/norm.cuh"
-INDEX = FakeIndex({(UP, PATH): NORM_SRC})
+INDEX = index_of({(UP, PATH): NORM_SRC})
 
 VALID = f"""# yaml-language-server: $schema=../../../../schema/annotation.schema.json
 upstream: {UP}

@@ -3,7 +3,7 @@ demo repository: one test (at least) per class of the problems a hostile read of
 Each must end in the right result or one clear line and a non-zero exit, never a traceback, and
 nothing outside what the command owns may change.
 
-(The index cache's own classes — a pickle of the wrong type, a read-only cache — and the run
+(The index cache's own classes — a damaged or foreign snapshot, a read-only cache — and the run
 records are the index's and the harness's tests.)
 """
 
@@ -298,3 +298,27 @@ def test_an_environment_value_of_the_wrong_type_is_one_line(repo, capsys, no_wor
     monkeypatch.setenv("ANNOTATE_GIT_TIMEOUT", "soon")
     rc, _, err = cli(capsys, "status")
     assert rc == 1 and "ANNOTATE_GIT_TIMEOUT" in one_error_line(err)
+
+
+# --- a carried site cache is data, never code ------------------------------------------------
+
+
+def test_highlight_cache_is_json_and_a_hostile_entry_is_recomputed(tmp_path):
+    import pickle
+
+    from site_builder.highlight import cached_highlight, content_key, highlight
+
+    text = "int main() { return 0; }\n"
+    fresh = highlight(text, "cuda")
+    assert cached_highlight(text, "cuda", tmp_path) == fresh
+    (entry,) = tmp_path.iterdir()
+    assert entry.suffix == ".json" and entry.read_bytes().startswith(b"[")
+
+    class Boom:
+        def __reduce__(self):
+            return (print, ("pickle ran",))
+
+    for hostile in (pickle.dumps(Boom()), b"[[[0, 3, \"k\"]]]", b"{\"a\": 1}", b"[" * 100000):
+        entry.write_bytes(hostile)
+        assert cached_highlight(text, "cuda", tmp_path) == fresh
+    assert content_key(text, "cuda") in entry.name

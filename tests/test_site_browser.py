@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from site_browser import available, chromium  # noqa: E402
-from site_support import DECODE, EVIL_MARKDOWN, NORM, UP, build_fixture_site  # noqa: E402
+from site_support import DECODE, EVIL_MARKDOWN, NORM, REPO, UP, build_fixture_site  # noqa: E402
 
 from site_builder import names  # noqa: E402
 
@@ -26,7 +26,7 @@ def site(tmp_path_factory) -> Path:
     from annotate.config import Config
 
     tmp = tmp_path_factory.mktemp("site")
-    config = Config.load(environ={}, cache_dir=tmp / "cache")
+    config = Config.load(environ={}, cache_dir=tmp / "cache", repo_root=REPO)  # one harness: demo rmsnorm
     build_fixture_site(config, tmp / "out")
     return tmp / "out"
 
@@ -38,7 +38,7 @@ def browser():
         yield d
 
 
-def _wait(driver, cond, timeout=10):
+def _wait(driver, cond, timeout=30):  # generous: on a loaded machine a page can take seconds
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, timeout).until(lambda d: cond(d))
@@ -154,13 +154,13 @@ def test_hostile_annotation_runs_nothing(tmp_path):
                 a.click()
                 assert d.execute_script("return window.__pwned === undefined"), a.get_attribute("href")
         d.get(url)
-        d.find_element(By.ID, "lang").click()  # show the zh copies too
+        d.find_element(By.ID, "lang").click()  # the other language's copies too
         assert d.execute_script("return window.__pwned === undefined")
         assert d.execute_script("return document.querySelectorAll('img, iframe, object, embed').length") == 0
         assert d.execute_script(
             "return [...document.querySelectorAll('*')].filter(e => [...e.attributes].some("
             "a => a.name.startsWith('on') || /^\\s*(javascript|data):/i.test(a.value))).length") == 0
-        assert len(d.find_elements(By.TAG_NAME, "script")) == 2
+        assert len(d.find_elements(By.TAG_NAME, "script")) == 4  # lang, site, messages, search
         assert "window.__pwned" in d.find_element(By.CSS_SELECTOR, "aside.note.fn").text  # shown as text
 
 
@@ -187,3 +187,203 @@ def test_real_decode_page(real_config, pinned, tmp_path):
         link.click()
         _wait(d, lambda dd: dd.current_url.endswith("#" + anchor))
         assert _in_view(d, d.find_element(By.ID, anchor))
+
+
+# ---- languages ---------------------------------------------------------------------------------
+# Both languages are in every page; lang.js picks one (?lang=, the remembered choice, then
+# navigator.languages) and CSS hides the other. "Visible" below is what a reader sees: every
+# <details> is opened first, and data that is not the site's own words is left out (code, the
+# reviewers' note text, names in <code>, reviewers' diagnostics, the language button, whose
+# label is the other language's name by design).
+
+VISIBLE_TEXT = """
+document.querySelectorAll('details').forEach(d => d.open = true);
+const skip = '.c, .md, code, .diag, #lang, #qr';
+const out = [];
+const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (w.nextNode()) {
+  const n = w.currentNode, el = n.parentElement;
+  if (!el || !n.textContent.trim() || el.closest(skip) || !el.checkVisibility()) continue;
+  out.push(n.textContent);
+}
+return out.join('\\n');
+"""
+
+
+def _english_phrases() -> list[str]:
+    """The fixed English words of every catalogue message that has its own Chinese text."""
+    import re
+
+    from site_builder.i18n import catalogue
+
+    out = set()
+    for mid, entry in catalogue().items():
+        en, zh = entry["en"], entry["zh"]
+        if mid == "lang.button" or en in zh:
+            continue
+        for part in re.split(r"\{[^{}]*\}", en):
+            part = part.strip(" .,:;()·–-…/%")
+            if len(re.sub(r"[^A-Za-z]", "", part)) >= 4 and part not in zh:
+                out.add(part)
+    return sorted(out)
+
+
+def _lang(d) -> str:
+    return d.execute_script("return document.documentElement.getAttribute('data-lang')")
+
+
+def _pages(site: Path) -> list[Path]:
+    return [site / names.INDEX_PAGE, site / names.source_page(UP, NORM), site / names.source_page(UP, DECODE),
+            site / names.course_page("demo-course"), site / names.step_page("demo-course", "day-1"),
+            site / names.ERROR_PAGE,
+            *sorted((site / names.RUNS_DIR).glob("*.html"))]
+
+
+def test_zh_pages_show_no_english_words_of_the_site(site):
+    from selenium.webdriver.common.by import By
+
+    import re
+
+    phrases = _english_phrases()
+    assert "Work decomposition" in phrases and "Called by" in phrases  # the check is not empty
+    with chromium(1600, 1000, languages="zh-CN,zh") as d:
+        for page in _pages(site):
+            d.get(page.as_uri())
+            assert _lang(d) == "zh", page
+            text = d.execute_script(VISIBLE_TEXT)
+            found = [p for p in phrases if re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", text)]
+            assert not found, (page.name, found)
+            assert re.search(r"[\u4e00-\u9fff]", text), page.name  # and the Chinese is there
+            placeholder = d.find_element(By.ID, "q").get_attribute("placeholder")
+            assert placeholder.startswith("搜索"), placeholder
+
+
+def test_en_pages_show_no_chinese(site):
+    from selenium.webdriver.common.by import By
+
+    import re
+
+    with chromium(1600, 1000, languages="en-US,en") as d:
+        for page in _pages(site):
+            d.get(page.as_uri())
+            assert _lang(d) == "en", page
+            text = d.execute_script(VISIBLE_TEXT.replace(".c, .md, code, .diag, #lang, #qr", "#lang"))
+            assert not re.findall(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+", text), page.name
+            assert d.find_element(By.ID, "q").get_attribute("placeholder").startswith("Search")
+
+
+def test_first_visit_follows_navigator_languages(site):
+    page = (site / names.source_page(UP, NORM)).as_uri()
+    for languages, want in (("zh-CN,zh,en", "zh"), ("en-GB,zh-CN", "en"), ("fr-FR,zh-TW,en", "zh"),
+                            ("fr-FR,de", "zh")):
+        with chromium(1000, 800, languages=languages) as d:
+            d.get(page)
+            assert _lang(d) == want, languages
+
+
+def test_switch_replaces_the_text_and_is_remembered(site):
+    from selenium.webdriver.common.by import By
+
+    norm, decode = [(site / names.source_page(UP, p)).as_uri() for p in (NORM, DECODE)]
+    with chromium(1600, 1000, languages="en-US,en") as d:
+        d.get(norm)
+        head = d.find_element(By.CSS_SELECTOR, "aside.note.fn h4")
+        assert head.text == "SUMMARY" and d.title.startswith("include/demo/norm.cuh")
+        d.find_element(By.ID, "lang").click()
+        assert _lang(d) == "zh" and head.text == "概述"  # replaced, not added beside
+        summary = d.find_element(By.CSS_SELECTOR, "aside.note.fn section").text
+        assert "每行一个线程块" in summary and "One block per row" not in summary
+        # an English-only note is shown, marked as such
+        deco = d.find_elements(By.CSS_SELECTOR, "aside.note.fn section")[1]
+        assert "grid = rows" in deco.text
+        marker = d.execute_script("return getComputedStyle(arguments[0], '::before').content",
+                                  deco.find_element(By.CSS_SELECTOR, ".md.fb"))
+        assert marker == '"英文原文"'
+        assert d.find_element(By.ID, "q").get_attribute("placeholder").startswith("搜索")
+        d.get(decode)  # remembered on the next page
+        assert _lang(d) == "zh"
+        d.refresh()
+        assert _lang(d) == "zh"
+        d.find_element(By.ID, "lang").click()
+        d.get(norm)
+        assert _lang(d) == "en"
+
+
+def test_lang_parameter_makes_a_link_shareable(site):
+    from selenium.webdriver.common.by import By
+
+    norm = (site / names.source_page(UP, NORM)).as_uri()
+    with chromium(1000, 800, languages="zh-CN,zh") as d:
+        d.get(norm + "?lang=en")
+        assert _lang(d) == "en" and d.find_element(By.CSS_SELECTOR, "aside.note.fn h4").text == "SUMMARY"
+        d.get(norm)  # following links keeps the language the link asked for
+        assert _lang(d) == "en"
+        d.get(norm + "?lang=zh#L21")
+        assert _lang(d) == "zh"
+        d.find_element(By.ID, "lang").click()  # the switch wins over the address it was opened with
+        assert "lang=en" in d.current_url
+        d.refresh()
+        assert _lang(d) == "en"
+
+
+def test_search_finds_notes_in_either_language(site):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    def first_hit(d, *words):
+        """The first result once it shows all `words` (the list is rebuilt on every keystroke)."""
+        def ready(dd):
+            hits = dd.find_elements(By.CSS_SELECTOR, "#qr li")
+            return hits[0] if hits and all(w in hits[0].text for w in words) else None
+        return _wait(d, ready, timeout=30)
+
+    with chromium(1600, 1000, languages="zh-CN,zh") as d:
+        d.get((site / names.source_page(UP, NORM)).as_uri())
+        box = d.find_element(By.ID, "q")
+        box.send_keys("玩具点积")  # DecodeKernel's Chinese summary
+        first_hit(d, "demo::DecodeKernel", "玩具点积", "核函数")
+        box.clear()
+        box.send_keys("toy dot product")  # its English summary, from the Chinese page
+        hit = first_hit(d, "demo::DecodeKernel")
+        assert "玩具点积" in hit.text and "toy dot" not in hit.text  # shown in the page's language
+        box.clear()
+        box.send_keys("示例课程")
+        first_hit(d, "示例课程")
+        box.send_keys(Keys.ESCAPE)
+        box.clear()
+        box.send_keys("zzzz-nothing")
+        assert first_hit(d, "没有匹配结果").get_attribute("class") == "q-empty"
+
+
+# ---- course steps ---------------------------------------------------------------------------------
+
+def test_step_page_answers_open_and_ticks_survive_a_reload(site):
+    from selenium.webdriver.common.by import By
+
+    step = (site / names.step_page("demo-course", "day-1")).as_uri()
+    with chromium(1400, 1000, languages="zh-CN,zh") as d:
+        d.get(step)
+        answer = d.find_element(By.CSS_SELECTOR, "details.answer")
+        assert not answer.get_attribute("open") and "五步" not in answer.text  # folded
+        answer.find_element(By.TAG_NAME, "summary").click()
+        assert answer.get_attribute("open") is not None and "五步" in answer.text
+        cite = answer.find_element(By.CSS_SELECTOR, ".cites a")
+        assert cite.text == "norm.cuh:20–22"
+        boxes = d.find_elements(By.CSS_SELECTOR, "ul.ticks input[type=checkbox]")
+        assert len(boxes) == 2 and not any(b.is_selected() for b in boxes)
+        boxes[1].click()
+        d.refresh()
+        boxes = d.find_elements(By.CSS_SELECTOR, "ul.ticks input[type=checkbox]")
+        assert [b.is_selected() for b in boxes] == [False, True]  # kept in this browser
+        d.get((site / names.course_page("demo-course")).as_uri())  # another page, then back
+        d.get(step)
+        assert [b.is_selected() for b in d.find_elements(By.CSS_SELECTOR, "ul.ticks input")] == [False, True]
+        d.find_elements(By.CSS_SELECTOR, "ul.ticks input")[1].click()  # unticked, and remembered so
+        d.refresh()
+        assert not any(b.is_selected() for b in d.find_elements(By.CSS_SELECTOR, "ul.ticks input"))
+        cite_href = d.find_element(By.CSS_SELECTOR, ".cites a").get_attribute("href")
+        assert cite_href.endswith("src/demo/include/demo/norm.cuh.html#L20")
+        # the reading list leads to the annotated function, the kernel to its runs page
+        links = [a.get_attribute("href") for a in d.find_elements(By.CSS_SELECTOR, ".reading a")]
+        assert links[0].endswith("norm.cuh.html#f-RMSNormKernel-12")
+        assert d.find_element(By.CSS_SELECTOR, ".kernel a.runs").get_attribute("href").endswith("runs/rmsnorm.html")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def _write_fetch_record(config: Config, up) -> None:
 
     rec = FetchRecord(name=up.name, commit=up.commit, tag=up.tag, route="existing", source="tests", reason="fixture",
                       root=config.checkout_dir(up.name, up.commit), fetched_at="2026-01-01T00:00:00Z", seconds=0.0,
-                      verified="commit", files=2)
+                      verified="commit", files=2, selection=up.selection())
     config.fetch_record(up.name, up.commit).write_text(json.dumps(rec.to_json()))
 
 
@@ -184,6 +185,12 @@ def test_serve_rebuilds_and_bumps_the_stamp(demo_repo, tmp_path):
             pytest.fail("the build stamp did not change after an annotation was saved")
         page = urllib.request.urlopen(base + "/" + names.source_page(UP, NORM), timeout=10).read().decode()
         assert "Served edit," in page
+        # an unknown address gets the site's own page, in both languages, linking back from there
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "/src/demo/no/such.html", timeout=10)
+        body = err.value.read().decode()
+        assert err.value.code == 404 and "Page not found" in body and "页面不存在" in body
+        assert 'href="../../../index.html"' in body and 'src="../../../assets/lang.js"' in body
         with pytest.raises(OSError):
             urllib.request.urlopen(f"http://127.0.0.2:{ready.port}/index.html", timeout=2)  # 127.0.0.1 only
     finally:

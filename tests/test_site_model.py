@@ -1,13 +1,14 @@
 """The site's page model and templates on the demo fixture (tests/data/site).
 
-Snapshot-ish, two artefacts per page: a text dump of the model (tests/data/site/snapshots/
-*.model.txt) and assertions on the HTML. Regenerate the dumps after an intended change with
-`ANNOTATE_UPDATE_SNAPSHOTS=1 pytest tests/test_site_model.py` (or run this file directly).
+Two snapshots per page (tests/data/site/snapshots/): a text dump of the model (`*.model.txt`)
+and the rendered HTML (`*.html`), so that a model change and a template change show up in
+different diffs; plus assertions on the HTML. A missing snapshot fails; after an intended change
+regenerate them with `pytest tests/test_site_model.py --update-snapshots` (or run this file
+directly) and review the diff.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -17,43 +18,60 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from site_support import (  # noqa: E402
-    DATA, DECODE, EVIL_MARKDOWN, NORM, UP, FixtureIndex, demo_annotations, demo_upstream, dump_page,
+    DECODE, EVIL_MARKDOWN, NORM, REPO, SNAPSHOTS, UP, demo_context, dump_model, dump_page,
 )
 
-from site_builder import names, pages  # noqa: E402
+from annotate.config import Config  # noqa: E402
+from site_builder import file_pages, names, site_pages  # noqa: E402
 from site_builder.code import build_page  # noqa: E402
 from site_builder.graph import GNode, layout  # noqa: E402
 from site_builder.highlight import _grammar, highlight  # noqa: E402
 from site_builder.markdown import render_markdown  # noqa: E402
-from site_builder.render import render_course, render_file, render_index, render_search_index  # noqa: E402
+from site_builder.render import render_course, render_file, render_index, render_search_index, render_step  # noqa: E402
 
-SNAPSHOTS = DATA / "snapshots"
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> Config:
+    """The fixture repository (one harness spec, two records); a cache of its own."""
+    return Config.load(environ={}, cache_dir=tmp_path_factory.mktemp("cache"), repo_root=REPO)
 
 
-def _page(path: str, **kw):
-    index = FixtureIndex()
-    ctx = pages.make_context(index, demo_annotations(index, **kw), {UP: demo_upstream()})
-    plan = pages.plan_file(ctx, UP, path)
-    text = index.source(UP, path)
+@pytest.fixture(scope="module")
+def bare_config(tmp_path_factory) -> Config:
+    """A repository root with no harness at all."""
+    root = tmp_path_factory.mktemp("bare")
+    return Config.load(environ={}, cache_dir=root / "cache", repo_root=root)
+
+
+def _page(config: Config, path: str, **kw):
+    ctx = demo_context(config, **kw)
+    plan = file_pages.plan_file(ctx, UP, path)
+    text = ctx.index.source(UP, path)
     return ctx, build_page(plan, text, highlight(text, "cuda"))
 
 
-def _check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("ANNOTATE_UPDATE_SNAPSHOTS") or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed; set ANNOTATE_UPDATE_SNAPSHOTS=1 if intended"
-
-
 @pytest.mark.parametrize("path", [NORM, DECODE])
-def test_model_snapshot(path):
-    _, page = _page(path, stale_decode=True)
-    _check_snapshot(Path(path).name + ".model.txt", dump_page(page))
+def test_file_page_snapshots(config, snapshot, path):
+    _, page = _page(config, path, stale_decode=True)
+    snapshot(SNAPSHOTS / (Path(path).name + ".model.txt"), dump_page(page))
+    snapshot(SNAPSHOTS / (Path(path).name + ".html"), render_file(page))
 
 
-def test_sections_follow_functions_and_notes():
-    _, page = _page(NORM)
+def test_home_course_and_search_snapshots(config, snapshot):
+    ctx = demo_context(config)
+    home = site_pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
+    snapshot(SNAPSHOTS / "index.model.txt", dump_model(home))
+    snapshot(SNAPSHOTS / "index.html", render_index(home))
+    course = site_pages.course_page(ctx, ctx.courses["demo-course"])
+    snapshot(SNAPSHOTS / "course-demo-course.model.txt", dump_model(course))
+    snapshot(SNAPSHOTS / "course-demo-course.html", render_course(course))
+    step = site_pages.step_page(ctx, ctx.courses["demo-course"], 0)
+    snapshot(SNAPSHOTS / "step-demo-course-day-1.model.txt", dump_model(step))
+    snapshot(SNAPSHOTS / "step-demo-course-day-1.html", render_step(step))
+    snapshot(SNAPSHOTS / "search-index.js", render_search_index(site_pages.search_data(ctx)))
+
+
+def test_sections_follow_functions_and_notes(config):
+    _, page = _page(config, NORM)
     heads = [s.function.name for s in page.sections if s.head]
     assert heads == ["shfl_xor_sync", "RMSNormKernel", "RMSNorm"]
     kernel = next(s for s in page.sections if s.head and s.function.name == "RMSNormKernel")
@@ -66,8 +84,8 @@ def test_sections_follow_functions_and_notes():
     assert nos == list(range(1, page.line_count + 1))
 
 
-def test_file_page_html():
-    _, page = _page(NORM)
+def test_file_page_html(config):
+    _, page = _page(config, NORM)
     html = render_file(page)
     # stable line anchors and function anchors
     for n in (1, 12, page.line_count):
@@ -89,8 +107,8 @@ def test_file_page_html():
     assert "rsqrtf</a>" not in html
 
 
-def test_cross_file_links_and_unresolved_names():
-    _, page = _page(DECODE, stale_decode=True)
+def test_cross_file_links_and_unresolved_names(config):
+    _, page = _page(config, DECODE, stale_decode=True)
     html = render_file(page)
     assert '<a href="norm.cuh.html#f-shfl_xor_sync-7">shfl_xor_sync</a>' in html
     assert '<a href="norm.cuh.html#f-RMSNorm-31">RMSNorm</a>' in html
@@ -133,15 +151,15 @@ def test_code_text_escaping():
                       ("s", '"&lt;s&gt;"', None)) or "".join(t for _, t, _ in pieces) == 'f&lt;int&gt;(x) &amp;&amp; "&lt;s&gt;"'
 
 
-def test_hostile_annotation_is_neutralised():
-    _, page = _page(NORM, evil=True)
+def test_hostile_annotation_is_neutralised(config):
+    _, page = _page(config, NORM, evil=True)
     html = render_file(page)
     aside = html[html.index('<aside class="note fn"'):]
     aside = aside[: aside.index("</aside>")]
     assert "window.__pwned" in aside  # the text is shown ...
     assert_inert(aside)  # ... and nothing in it can run
     scripts = [a.get("src") for t, a in _elements(html) if t == "script"]
-    assert scripts == ["../../../../assets/site.js", "../../../../assets/search.js"]
+    assert scripts == [f"../../../../assets/{js}.js" for js in ("lang", "site", "messages", "search")]
 
 
 def test_markdown_sanitiser():
@@ -151,22 +169,50 @@ def test_markdown_sanitiser():
     assert "<h4>Title</h4>" in html  # headings are demoted below the page's own
 
 
-def test_index_course_and_search():
-    index = FixtureIndex()
-    ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()})
-    idx = pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
+def test_index_course_and_search(bare_config):
+    ctx = demo_context(bare_config)
+    idx = site_pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
     up = idx.upstreams[0]
     assert (up.coverage.functions, up.coverage.annotated) == (6, 2)
     html = render_index(idx)
     assert 'href="https://example.invalid/demo/tree/' in html  # the pin links to its commit
     assert 'href="src/demo/include/demo/norm.cuh.html"' in html
     assert 'href="courses/demo-course.html"' in html
-    course = pages.course_page(ctx, next(iter(ctx.courses.values())))
+    course = site_pages.course_page(ctx, next(iter(ctx.courses.values())))
     chtml = render_course(course)
     assert 'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"' in chtml
-    assert '<span class="unres" title="not found in the index">demo:no::such_thing</span>' in chtml
-    js = render_search_index(pages.search_data(ctx))
+    assert ('<span class="unres" title="索引中找不到" data-en-title="not found in the index" '
+            'data-zh-title="索引中找不到">demo:no::such_thing</span>') in chtml
+    js = render_search_index(site_pages.search_data(ctx))
     assert js.startswith("window.ANNOTATE_SEARCH=") and "demo::RMSNormKernel" in js and "</script" not in js
+
+
+def test_step_page(config):
+    ctx = demo_context(config)
+    step = site_pages.step_page(ctx, ctx.courses["demo-course"], 0)
+    assert step.page == "courses/demo-course/day-1.html" and step.root == "../../"
+    assert [(r.link.href, r.annotated) for r in step.reading] == [
+        ("../../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12", True),
+        ("../../src/demo/include/demo/norm.cuh.html", True)]
+    assert step.harness.href == "../../runs/rmsnorm.html"
+    (q,) = step.questions
+    assert [(c.label, c.href) for c in q.cites] == [
+        ("norm.cuh:20–22", "../../src/demo/include/demo/norm.cuh.html#L20"),
+        ("demo::math::shfl_xor_sync", "../../src/demo/include/demo/norm.cuh.html#f-shfl_xor_sync-7"),
+        ("gone.cuh:3", None)]  # not on the site: plain text
+    assert [c.key for c in step.checkpoints] == ["annotate-tick:demo-course/day-1/1"]
+    assert step.prev is None and step.next.href == "day-2.html"
+    assert step.course.href == "../demo-course.html#step-day-1"
+    html = render_step(step)
+    assert '<details class="answer"><summary>' in html and 'data-tick="annotate-tick:demo-course/day-1/1"' in html
+    # a function's course tag that names a step leads to the step's page
+    plan = file_pages.plan_file(ctx, UP, NORM)
+    kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
+    from site_builder.model import NoteLinksPanel
+
+    (links,) = [p for p in kern.aside if isinstance(p, NoteLinksPanel)]
+    assert [c.href for c in links.courses] == ["../../../../courses/demo-course.html",
+                                              "../../../../courses/demo-course/day-1.html"]
 
 
 def test_names():
@@ -227,5 +273,4 @@ def test_graph_overflow_keeps_the_important_callees():
 
 
 if __name__ == "__main__":
-    os.environ["ANNOTATE_UPDATE_SNAPSHOTS"] = "1"
-    sys.exit(pytest.main([__file__, "-q"]))
+    sys.exit(pytest.main([__file__, "-q", "--update-snapshots"]))

@@ -9,7 +9,6 @@ Local records are written into a temporary cache by the tests themselves.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +18,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from site_support import (  # noqa: E402
-    DATA, NORM, UP, FixtureIndex, build_fixture_site, demo_annotations, demo_upstream,
+    NORM, REPO, SNAPSHOTS, UP, build_fixture_site, demo_context, demo_upstream,
 )
 
 from annotate.config import Config  # noqa: E402
-from site_builder import names, pages, render  # noqa: E402
+from site_builder import file_pages, names, render, run_views, site_pages  # noqa: E402
+from site_builder.model import NoteLinksPanel  # noqa: E402
 from site_builder.runs import load_runs, newest_local, record_paths, stat_paths  # noqa: E402
-
-REPO = DATA / "repo"
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -45,9 +43,19 @@ def _local_record(config: Config, stamp: str, **changes) -> Path:
 
 
 def _ctx(config: Config):
-    index = FixtureIndex()
-    return pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=load_runs(config),
-                              repo_root=config.repo_root)
+    return demo_context(config)
+
+
+def en(x) -> str:
+    """What the English page shows of a model value (a message, a label or plain text)."""
+    from site_builder.i18n import pair
+
+    return pair(x)[0]
+
+
+def _harness_note(fv):
+    """The `harness:` link of an annotated function's note."""
+    return next(p for p in fv.aside if isinstance(p, NoteLinksPanel)).harness
 
 
 # ---- reading specs and records (torch-free) ---------------------------------------------------
@@ -88,16 +96,16 @@ def test_deeply_nested_record_is_one_problem_and_the_build_works(runs_config, tm
     assert (out / "index.html").is_file()
 
 
-def test_records_are_typed_and_keep_their_json(runs_config):
+def test_records_are_typed(runs_config):
     (kr,), _ = load_runs(runs_config)
     h100 = kr.records[0]
     assert h100.run.device.name == "NVIDIA H100 80GB HBM3" and h100.run.seed == 1234
-    assert h100.record == json.loads(h100.path.read_text())  # what the page views read today
+    assert h100.run.timings[0].kernel.median_us == 32.976 and h100.run.checks[0].outputs[0].worst_index == (0, 2)
 
 
 def test_site_modules_do_not_import_torch(runs_config):
     code = ("import sys; from pathlib import Path; from annotate.config import Config; "
-            "import site_builder.build, site_builder.pages, site_builder.render; "
+            "import site_builder.build, site_builder.file_pages, site_builder.run_views, site_builder.render; "
             "from site_builder.runs import load_runs; "
             f"c = Config.load(environ={{}}, cache_dir=Path({str(runs_config.cache_dir)!r}), "
             f"repo_root=Path({str(REPO)!r})); "
@@ -111,7 +119,7 @@ def test_site_modules_do_not_import_torch(runs_config):
 def test_runs_page_model(runs_config):
     ctx = _ctx(runs_config)
     (kr,) = ctx.runs
-    rp = pages.runs_page(ctx, kr)
+    rp = run_views.runs_page(ctx, kr)
     r = rp.runs
     assert rp.page == names.runs_page("rmsnorm") == "runs/rmsnorm.html" and rp.root == "../"
     assert r.title == "Demo RMSNorm (fp16)" and r.command == "annotate run rmsnorm"
@@ -123,15 +131,15 @@ def test_runs_page_model(runs_config):
     assert launcher.href is None  # not in the index: plain text, never a dead link
     h100, h200 = r.records
     assert (h100.device, h200.device) == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
-    assert not h100.local and h100.source == "committed: vendor_kernels/results/rmsnorm.json"
-    assert h200.source == "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json"
+    assert not h100.local and en(h100.source) == "committed: vendor_kernels/results/rmsnorm.json"
+    assert en(h200.source) == "committed: vendor_kernels/results/nvidia-h200/rmsnorm.json"
     assert (h100.driver, h100.torch, h100.cuda, h100.date, h100.seed) == (
         "580.159.04", "2.11.0+cu130", "13.0", "2026-11-22T03:12:35Z", "1234")
     assert h100.passed and (h100.copy_peak, h100.matmul_peak) == ("3004", "797")
-    assert (h100.compile_s, h100.cache_hit) == ("29.8", "no")
+    assert (h100.compile_s, en(h100.cache_hit)) == ("29.8", "no")
     c1, c2 = h100.checks
     assert (c1.shape, c1.trials, c1.rel_l2, c1.max_abs, c1.passed) == ("b1-d128", 2, "3.50e-04", "1.90e-03", True)
-    assert c1.tolerance == "rel L2 ≤ 2e-03, max abs ≤ 1e-02" and c1.params == "dtype=float16 batch=1 d=128"
+    assert en(c1.tolerance) == "rel L2 ≤ 2e-03, max abs ≤ 1e-02" and c1.params == "dtype=float16 batch=1 d=128"
     (t,) = h100.timings
     assert (t.shape, t.median_us, t.p10_us, t.p90_us) == ("b4096-d4096", "33.0", "30.5", "34.0")
     assert (t.rate, t.pct_peak, t.torch_us, t.speedup) == ("2035 GB/s", "68%", "33.0", "1.00×")
@@ -148,49 +156,54 @@ def test_failed_and_malformed_record_fields(runs_config):
     rec["timings"].append({"shape": "cut-short"})  # a CUDA error stopped it: no "kernel"
     _local_record(runs_config, "20261122T040000Z", **rec)
     ctx = _ctx(runs_config)
-    local = pages.runs_page(ctx, ctx.runs[0]).runs.records[-1]
-    assert local.local and not local.passed and local.device == "unknown device"
+    local = run_views.runs_page(ctx, ctx.runs[0]).runs.records[-1]
+    assert local.local and not local.passed and en(local.device) == "unknown device"
     c1, c2 = local.checks
-    assert not c1.passed and c1.rel_l2 == "inf/nan" and "[0, 7]" in c1.problem
+    assert not c1.passed and c1.rel_l2 == "inf/nan" and "[0, 7]" in en(c1.problem)
     assert not c2.passed and c2.problem == "CUDA error: an illegal memory access"
     assert [t.shape for t in local.timings] == ["b4096-d4096"]
-    rows = pages.runnable_rows(ctx, names.INDEX_PAGE)
-    assert [(r.device, r.local, r.passed) for r in rows] == [
+    rows = run_views.runnable_rows(ctx, names.INDEX_PAGE)
+    assert [(en(r.device), r.local, r.passed) for r in rows] == [
         ("NVIDIA H100 80GB HBM3", False, True), ("NVIDIA H200", False, True), ("unknown device", True, False)]
 
 
 def test_index_rows_and_links_from_functions(runs_config):
     ctx = _ctx(runs_config)
-    rows = pages.runnable_rows(ctx, names.INDEX_PAGE)
+    rows = run_views.runnable_rows(ctx, names.INDEX_PAGE)
     assert [(r.kernel.href, r.shape, r.time_us, r.pct_peak, r.torch_us, r.passed) for r in rows] == [
         ("runs/rmsnorm.html#rec-1", "b4096-d4096", "33.0", "68%", "33.0", True),
         ("runs/rmsnorm.html#rec-2", "b4096-d4096", "25.5", "66%", "30.1", True)]
-    plan = pages.plan_file(ctx, UP, NORM)
+    plan = file_pages.plan_file(ctx, UP, NORM)
     kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
     assert [(h.label, h.href) for h in kern.harnesses] == [("rmsnorm", "../../../../runs/rmsnorm.html")]
-    assert kern.note.harness.href == "../../../../runs/rmsnorm.html"
+    assert _harness_note(kern).href == "../../../../runs/rmsnorm.html"
     others = [f for f in plan.functions if f is not kern]
     assert all(not f.harnesses for f in others)
 
 
-def test_harness_without_a_spec_stays_plain_text(runs_config, tmp_path):
-    index = FixtureIndex()
-    ctx = pages.make_context(index, demo_annotations(index), {UP: demo_upstream()}, runs=([], []))
-    plan = pages.plan_file(ctx, UP, NORM)
+def test_harness_without_a_spec_stays_plain_text(tmp_path):
+    bare = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=tmp_path)  # no vendor_kernels/
+    ctx = demo_context(bare)
+    assert ctx.runs == ()
+    plan = file_pages.plan_file(ctx, UP, NORM)
     kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
-    assert kern.note.harness.href is None and not kern.harnesses
+    assert _harness_note(kern).href is None and not kern.harnesses
 
 
-def test_overloads_prefer_the_header_the_harness_includes():
-    from types import SimpleNamespace as NS
+def test_overloads_prefer_the_header_the_harness_includes(tmp_path):
+    from annotate.index.api import index_directory
+    from site_builder.context import index_part, spec_symbol_keys
 
-    a = NS(key="demo:f@include/demo/a.cuh:1", qualified_name="demo::f", path="include/demo/a.cuh")
-    b = NS(key="demo:f@include/demo/hopper/b.cuh:1", qualified_name="demo::f", path="include/demo/hopper/b.cuh")
-    index = NS(find=lambda name, upstream=None: [a, b])
-    ctx = pages.SiteContext(index=index, annotations=None, upstreams={}, symbols={a.key: a, b.key: b})
-    assert pages._spec_symbol_keys(ctx, "demo", "demo::f", ("demo/a.cuh",)) == (a.key,)
-    assert pages._spec_symbol_keys(ctx, "demo", "demo::f", ("other.h",)) == (a.key, b.key)
-    assert pages._spec_symbol_keys(ctx, "demo", "demo::f") == (a.key, b.key)
+    for rel in ("include/demo/a.cuh", "include/demo/hopper/b.cuh"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("namespace demo {\n__device__ void f(int x) { }\n}\n")
+    index = index_directory(UP, tmp_path)
+    part = index_part(index, {UP: demo_upstream()})
+    a, b = sorted(s.key for s in index.find("demo::f", upstream=UP))
+    assert "hopper" in b and spec_symbol_keys(index, part, UP, "demo::f", ("demo/a.cuh",)) == (a,)
+    assert spec_symbol_keys(index, part, UP, "demo::f", ("other.h",)) == (a, b)
+    assert spec_symbol_keys(index, part, UP, "demo::f") == (a, b)
+    assert spec_symbol_keys(index, part, UP, "demo::no_such") == ()
 
 
 def dump_runs(rp) -> str:
@@ -216,13 +229,11 @@ def dump_runs(rp) -> str:
     return "\n".join(out) + "\n"
 
 
-def test_runs_model_snapshot(runs_config):
+def test_runs_page_snapshots(runs_config, snapshot):
     ctx = _ctx(runs_config)
-    text = dump_runs(pages.runs_page(ctx, ctx.runs[0]))
-    path = DATA / "snapshots" / "runs-rmsnorm.model.txt"
-    if os.environ.get("ANNOTATE_UPDATE_SNAPSHOTS") or not path.exists():
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), "runs model changed; set ANNOTATE_UPDATE_SNAPSHOTS=1 if intended"
+    rp = run_views.runs_page(ctx, ctx.runs[0])
+    snapshot(SNAPSHOTS / "runs-rmsnorm.model.txt", dump_runs(rp))
+    snapshot(SNAPSHOTS / "runs-rmsnorm.html", render.render_runs(rp))
 
 
 # ---- templates --------------------------------------------------------------------------------
@@ -231,16 +242,17 @@ def test_runs_page_html_escapes_record_fields(runs_config):
     _local_record(runs_config, "20261122T050000Z", created=HOSTILE, seed=HOSTILE, fatal=HOSTILE,
                   device={"name": HOSTILE, "driver": "<b>x</b>"}, pins={"demo": HOSTILE})
     ctx = _ctx(runs_config)
-    html = render.render_runs(pages.runs_page(ctx, ctx.runs[0]))
+    html = render.render_runs(run_views.runs_page(ctx, ctx.runs[0]))
     assert "<script>" not in html and "<img" not in html and "<b>x</b>" not in html
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
-    assert '<a href="../index.html#runnable">runnable kernels</a>' in html
-    assert 'class="record local' in html and '<span class="badge local">local</span>' in html
+    assert '<a href="../index.html#runnable"><span lang=en>runnable kernels</span>' in html
+    assert 'class="record local' in html and '<span class="badge local"><span lang=en>local</span>' in html
     for text in ("annotate run rmsnorm", "NVIDIA H200", "2035 GB/s", "68%", "1.00×", "cold compile 29.8 s",
-                 "cache hit: no", "copy 3004 GB/s", "bf16 matmul 797 TFLOP/s", "rel L2 ≤ 2e-03",
+                 "<span lang=en>cache hit:</span><span lang=zh>命中缓存：</span> <span lang=en>no</span>",
+                 "copy 3004 GB/s", "bf16 matmul 797 TFLOP/s", "rel L2 ≤ 2e-03",
                  'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"', 'id="rec-2"'):
         assert text in html, text
-    home = pages.index_page(ctx, {})
+    home = site_pages.index_page(ctx, {})
     ihtml = render.render_index(home)
     assert "Runnable kernels" in ihtml and 'href="runs/rmsnorm.html#rec-1"' in ihtml and "<script>w" not in ihtml
 
@@ -250,11 +262,11 @@ def test_function_heading_links_to_runs_page(runs_config):
     from site_builder.highlight import highlight
 
     ctx = _ctx(runs_config)
-    plan = pages.plan_file(ctx, UP, NORM)
+    plan = file_pages.plan_file(ctx, UP, NORM)
     text = ctx.index.source(UP, NORM)
     html = render.render_file(build_page(plan, text, highlight(text, "cuda")))
     assert ('<a class="badge run" href="../../../../runs/rmsnorm.html" title="annotate run rmsnorm">'
-            'runs in harness rmsnorm</a>') in html
+            '<span lang=en>runs in harness rmsnorm</span><span lang=zh>可运行：rmsnorm</span></a>') in html
     assert '<a class="runs" href="../../../../runs/rmsnorm.html"' in html
 
 
@@ -297,21 +309,21 @@ def test_stamp_sees_a_new_local_record(runs_config):
 @pytest.mark.slow
 def test_real_committed_records_render(pinned, real_config):
     from annotate.index.api import load_index
-    from annotate.upstreams import load_upstreams
+    from annotate.project import open_project
+    from site_builder.context import site_context
 
     pinned("flashinfer")
     pinned("flash-attention")
-    ups = load_upstreams(real_config)
     index = load_index(real_config)
     runs, problems = load_runs(real_config)
     assert problems == []
     assert {r.spec.name for r in runs} >= {"decode_kernel", "rmsnorm", "silu_and_mul", "merge_state",
                                             "prefill_kernel", "flash_fwd"}
-    ctx = pages.make_context(index, None, ups, runs=(runs, problems), repo_root=real_config.repo_root)
+    ctx = site_context(open_project(real_config, index=index))
     for kr in runs:
         committed = [rf for rf in kr.records if rf.source == "committed"]
         assert len(committed) >= 2, kr.spec.name  # the default device and nvidia-h200/
-        rp = pages.runs_page(ctx, kr)
+        rp = run_views.runs_page(ctx, kr)
         assert all(link.href for link in rp.runs.symbols), (kr.spec.name, rp.runs.symbols)
         for rec in rp.runs.records[:len(committed)]:
             assert rec.passed and rec.checks and rec.timings, (kr.spec.name, rec.device)
@@ -319,7 +331,7 @@ def test_real_committed_records_render(pinned, real_config):
         html = render.render_runs(rp)
         assert "NVIDIA H200" in html and "annotate run " + kr.spec.name in html
     decode = next(s for s in index.find("SingleDecodeWithKVCacheKernel", upstream="flashinfer") if s.key in ctx.symbols)
-    assert ctx.harness_of[decode.key] == ["decode_kernel"]
+    assert ctx.harness_of[decode.key] == ("decode_kernel",)
     # the sm90 overload of SinglePrefillWithKVCacheDispatched is not what the harness includes
     assert not [k for k in ctx.harness_of if "/hopper/" in k], [k for k in ctx.harness_of if "/hopper/" in k]
 

@@ -1,7 +1,8 @@
 """`annotate symbols | callgraph | facts`: the index, asked one question at a time.
 
 JSON shapes are part of the command-line contract (see annotate.jsonout): `symbols` and `facts`
-print a list, `callgraph` an object with `edges`.
+print a list, `callgraph` an object with `edges`. `symbols --types` / `--macros` list a file's
+types or macros instead of its functions (a list too).
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ from annotate.errors import UsageError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("symbols", help="functions defined in one upstream file")
+    p = subparsers.add_parser("symbols", help="functions (or types, or macros) defined in one upstream file")
     p.add_argument("target", metavar="UPSTREAM:PATH")
     p.add_argument("--json", action="store_true", help="print JSON")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--types", action="store_true",
+                       help="list the file's structs, classes, unions, enums (Python: classes) with their fields")
+    which.add_argument("--macros", action="store_true", help="list the file's #define macros")
     p.set_defaults(func=cmd_symbols)
 
     p = subparsers.add_parser("callgraph", help="calls and kernel launches from (or to) a function")
@@ -32,12 +37,12 @@ def register(subparsers) -> None:
 
 def project_for_spec(config, spec: str, **kw):
     """The Project a SYMBOL needs: only its upstream's index when it names one (`UP:name`)."""
+    from annotate.index.model import parse_symbol
     from annotate.project import open_project
     from annotate.upstreams import load_upstreams
 
-    head, sep, tail = spec.partition(":")
-    known = sep and not tail.startswith(":") and head in load_upstreams(config)
-    return open_project(config, upstreams=[head] if known else None, **kw)
+    up = parse_symbol(spec, list(load_upstreams(config))).upstream
+    return open_project(config, upstreams=[up] if up else None, **kw)
 
 
 def symbol_json(sym) -> dict:
@@ -48,6 +53,33 @@ def symbol_json(sym) -> dict:
     d["id"] = sym.id
     d["key"] = sym.key
     return d
+
+
+def type_json(index, t) -> dict:
+    """A TypeDef as JSON: its fields in declaration order, its methods and nested types by key/name."""
+    from dataclasses import asdict
+
+    d = asdict(t)
+    for k in ("bases", "nested", "decorators"):
+        d[k] = list(d[k])
+    d["fields"] = [asdict(f) for f in t.fields]
+    d["methods"] = [s.key for s in index.methods_of(t)]
+    d["id"] = t.id
+    d["key"] = t.key
+    return d
+
+
+def macro_json(m) -> dict:
+    return {"name": m.name, "qualified_name": m.name, "kind": "macro", "function_like": m.function_like,
+            "params": list(m.params) if m.params is not None else None, "signature": m.signature, "body": m.body,
+            "start_line": m.start_line, "end_line": m.end_line, "fingerprint": m.fingerprint, "path": m.path,
+            "upstream": m.upstream, "id": m.id, "key": m.key}
+
+
+def use_json(index, u) -> dict:
+    user = index.symbol(u.user)
+    return {"user": user.qualified_name, "user_key": u.user, "kind": u.kind, "name": u.name, "how": u.how,
+            "file": u.path, "line": u.line, "column": u.column, "targets": list(u.targets)}
 
 
 def edge_json(index, e) -> dict:
@@ -65,7 +97,7 @@ def edge_json(index, e) -> dict:
         "via": e.via,
         "resolved": bool(targets),
         "ambiguous": len(qnames) > 1,
-        "callees": [f"{t.upstream}:{t.qualified_name}@{t.path}:{t.start_line}" for t in targets],
+        "callees": [t.key for t in targets],
         "caller_key": caller.key,
     }
 
@@ -98,7 +130,13 @@ def cmd_symbols(args, config) -> int:
                          hint="e.g. annotate symbols flashinfer:include/flashinfer/norm.cuh")
     project = open_project(config, upstreams=[up])
     project.selected  # an unknown upstream is refused before the index loads
-    syms = project.index.symbols_in(up, path.strip("/"))
+    index = project.index
+    path = path.strip("/")
+    if not index.has_file(up, path):
+        index.file(up, path)  # raises, naming the nearest paths
+    if args.types or args.macros:
+        return _types_or_macros(index, up, path, args)
+    syms = index.symbols_in(up, path)
     if args.json:
         from annotate.jsonout import print_json
 
@@ -106,6 +144,28 @@ def cmd_symbols(args, config) -> int:
         return 0
     _table(f"{up}:{path}", ("lines", "kind", "qualified name", "template"),
            [(f"{s.start_line}-{s.end_line}", s.kind, s.qualified_name, (s.template_params or "")[:50]) for s in syms])
+    return 0
+
+
+def _types_or_macros(index, up: str, path: str, args) -> int:
+    from annotate.jsonout import print_json
+
+    if args.types:
+        types = index.types_in(up, path)
+        if args.json:
+            print_json([type_json(index, t) for t in types])
+            return 0
+        _table(f"{up}:{path} types", ("lines", "kind", "qualified name", "template / specialization", "members"),
+               [(f"{t.start_line}-{t.end_line}", t.kind, t.qualified_name,
+                 (f"<{t.specialization}>" if t.specialization is not None else (t.template_params or ""))[:50],
+                 str(len(t.fields))) for t in types])
+        return 0
+    macros = index.macros_in(up, path)
+    if args.json:
+        print_json([macro_json(m) for m in macros])
+        return 0
+    _table(f"{up}:{path} macros", ("lines", "macro", "replacement (first line)"),
+           [(f"{m.start_line}-{m.end_line}", m.signature, m.body.split("\n", 1)[0][:60]) for m in macros])
     return 0
 
 

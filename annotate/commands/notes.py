@@ -32,8 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="index DIR as UPSTREAM instead of the fetched pin (repeatable)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("new", help="write a stub for a function into the right YAML file")
+    p = sub.add_parser("new", help="write a stub for a function (or a type, or a macro) into the right YAML file")
     p.add_argument("symbol", metavar="SYMBOL", help="[UPSTREAM:]qualified_name[@path:line]")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--type", action="store_true",
+                       help="SYMBOL names a struct / class / union / enum: a stub under `types:` with every member")
+    which.add_argument("--macro", action="store_true", help="SYMBOL names a #define: a stub under `macros:`")
     p.add_argument("--annotations", metavar="DIR", type=Path, help="annotations root (default: annotations/)")
     p.add_argument("--source", metavar="UPSTREAM=DIR", action="append", default=[],
                    help="index DIR as UPSTREAM instead of the fetched pin")
@@ -129,7 +133,8 @@ def cmd_new(args, config) -> int:
     from annotate.notes.new import new_stub
 
     project = make_project(config, args)
-    res = new_stub(config, project.index, args.symbol, args.annotations)
+    kind = "type" if args.type else "macro" if args.macro else None  # None: a function, else what it names
+    res = new_stub(config, project.index, args.symbol, args.annotations, kind=kind)
     verb = "created" if res.created else "added to"
     echo(f"{display_path(config, res.file)}:{res.line}: {verb}: stub for {res.key}")
     return 0

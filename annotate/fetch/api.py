@@ -73,6 +73,7 @@ class FetchRecord:
     missing: tuple[str, ...] = ()  # checkout-relative paths the lock lists but the tree lacks
     submodules: tuple[SubmoduleRecord, ...] = ()
     tree_stat: str = ""  # fetch.verify.stat_digest of the tree when it was verified ("" in older records)
+    selection: str = ""  # Upstream.selection() of the pin it was fetched for ("" in older records)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -91,7 +92,8 @@ class FetchRecord:
                    source=d.get("source", ""), reason=d.get("reason", ""), root=Path(d["root"]),
                    fetched_at=d.get("fetched_at", ""), seconds=float(d.get("seconds", 0)),
                    verified=d.get("verified", ""), files=int(d.get("files", 0)),
-                   missing=tuple(d.get("missing") or ()), submodules=subs, tree_stat=str(d.get("tree_stat") or ""))
+                   missing=tuple(d.get("missing") or ()), submodules=subs, tree_stat=str(d.get("tree_stat") or ""),
+                   selection=str(d.get("selection") or ""))
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def read_record(config: Config, up: Upstream) -> FetchRecord | None:
     if rec.commit != up.commit or {s.name: s.commit for s in rec.submodules} != \
             {s.name: s.commit for s in up.submodules}:
         return None
+    if rec.selection != up.selection():
+        return None  # fetched for other paths or exclude patterns (or before records named them)
     root = config.checkout_dir(up.name, up.commit)
     if not root.is_dir():
         return None
@@ -147,7 +151,8 @@ def _write_record(config: Config, rec: FetchRecord) -> FetchRecord:
     """Write `rec` with the stat digest of its tree as it is now (just verified)."""
     from annotate.fetch.verify import stat_digest
 
-    rec = replace(rec, tree_stat=stat_digest(rec.root))
+    rec = replace(rec, tree_stat=stat_digest(rec.root),
+                  selection=load_upstreams(config)[rec.name].selection())
     path = config.fetch_record(rec.name, rec.commit)
     write_atomic(path, json.dumps(rec.to_json(), indent=1) + "\n")
     return rec

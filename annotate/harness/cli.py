@@ -41,6 +41,48 @@ def register(subparsers) -> None:
                         "--compile-only, compare registers, shared memory, spills and SASS only")
     p.set_defaults(func=handle)
 
+    q = subparsers.add_parser(
+        "profile", help="Nsight Compute's per-source-line counters of one harness shape (GPU)",
+        description="On a GPU machine with Nsight Compute: profile one shape of a harness (ncu "
+                    "source counters, warp state, occupancy, throughputs), dump the counters per "
+                    "SASS address and fold them per upstream source line into a record. "
+                    "--from-dump folds an existing dump anywhere (no GPU).")
+    q.add_argument("kernel", help="harness name (annotate run --list)")
+    q.add_argument("--shape", required=True, help="a shape name of the spec (check or time)")
+    q.add_argument("--from-dump", metavar="DUMP", help="fold this dump (.json.gz from the dump step) only")
+    q.add_argument("--details", metavar="CSV", help="with --from-dump: ncu's details page (ncu --csv --page details)")
+    q.add_argument("--sass", metavar="RECORD",
+                   help="the SASS record (annotate sass) of the build that was profiled; default: "
+                        "the current build's, when nvcc and nvdisasm are here")
+    q.add_argument("--device", help="with --from-dump: the GPU it was taken on, for the record")
+    q.add_argument("--save", action="store_true",
+                   help="also write vendor_kernels/results/profiles/KERNEL.SHAPE.json (committed for the site)")
+    q.add_argument("--json", action="store_true", help="print the record as JSON")
+    q.set_defaults(func=handle_profile)
+
+
+def handle_profile(args: argparse.Namespace, config: Config) -> int:
+    from annotate.harness import profile
+    from annotate.harness.spec import load_spec
+
+    spec = load_spec(config, args.kernel)
+    spec.select([args.shape])  # an unknown shape -> UsageError before any work
+    if args.details and not args.from_dump:
+        raise UsageError("--details goes with --from-dump (a GPU run writes its own)")
+    record = profile.run_profile(config, spec, args.shape, dump_file=args.from_dump, details=args.details,
+                                 sass_file=args.sass, device=args.device)
+    path = profile.local_profile(config, spec.name, args.shape)
+    profile.write_profile(path, record)
+    if args.save:
+        out = profile.committed_profile(config, spec.name, args.shape)
+        profile.write_profile(out, record)
+        print(f"wrote {out}", file=sys.stderr)
+    if args.json:
+        print(profile.profile_json_text(record), end="")
+    else:
+        profile.print_profile(record, path)
+    return 0
+
 
 def handle(args: argparse.Namespace, config: Config) -> int:
     from annotate.harness.spec import load_spec

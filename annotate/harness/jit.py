@@ -60,8 +60,8 @@ def module_name(spec: KernelSpec, key: str) -> str:
 
 def plan_build(config: Config, spec: KernelSpec, arch: str, *, torch_version: str,
                cuda_version: str) -> JitPlan:
-    flags = staging.nvcc_flags(spec, arch)
-    key = staging.build_key(pins=staging.spec_pins(config, spec), files=staging.staged_files(spec),
+    flags = [*staging.nvcc_flags(spec, arch), *staging.LINEINFO_FLAGS]
+    key = staging.build_key(pins=staging.spec_pins(config, spec), files=staging.staged_files(spec, config),
                             flags=flags, arch=arch, torch_version=torch_version,
                             cuda_version=cuda_version, route="torch")
     return JitPlan(spec.name, arch, tuple(flags), key, module_name(spec, key), config.build_dir(spec.name, key))
@@ -72,7 +72,7 @@ def build_job(config: Config, spec: KernelSpec, plan: JitPlan, toolchain: Toolch
     """(cpp_extension.load's arguments, the child's environment) for one build; stages the
     sources into the build folder's src/."""
     src_dir = plan.directory / "src"
-    staged = staging.stage_sources(spec, src_dir)
+    staged = staging.stage_sources(spec, src_dir, config)
     sources = [str(staged[Path(s).name]) for s in spec.sources] + [str(staged[Path(spec.binding).name])]
     incs = [src_dir, *staging.include_dirs(config, spec), *system_header_dirs(spec.system_headers, toolchain)]
     config.max_jobs()  # a bad $MAX_JOBS is named here, not deep inside ninja

@@ -86,6 +86,32 @@ class CompileOnlyResult:
                 "directory": self.directory, "outputs": dict(self.outputs)}
 
 
+@dataclass(frozen=True)
+class CompileOnlyPlan:
+    """One nvcc-only build, decided before anything is compiled: its flags, key and folder."""
+
+    flags: tuple[str, ...]
+    key: str
+    directory: Path
+    nvcc: str  # nvcc's version
+
+
+def compile_only_plan(config: Config, spec: KernelSpec, arch: str = "90", *,
+                      extra_flags: Sequence[str] = (), output: str = "object") -> CompileOnlyPlan:
+    """The flags, key and folder `compile_only` uses (so a product kept in that folder, e.g. a
+    SASS record, is found again without compiling)."""
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+    tc = find_toolchain(config.environ)
+    flags = [*staging.nvcc_flags(spec, arch), *extra_flags]
+    cuda = nvcc_version(tc.nvcc)
+    tv = torch_version_without_import() or "none"
+    key = staging.build_key(pins=staging.spec_pins(config, spec), files=staging.staged_files(spec, config),
+                            flags=flags, arch=arch, torch_version=tv if spec.torch_headers else "n/a",
+                            cuda_version=cuda, route="nvcc" if output == "object" else f"nvcc-{output}")
+    return CompileOnlyPlan(tuple(flags), key, config.build_dir(spec.name, key), cuda)
+
+
 def compile_only(config: Config, spec: KernelSpec, arch: str = "90", *,
                  extra_flags: Sequence[str] = (), output: str = "object",
                  jobs: int | None = None) -> CompileOnlyResult:
@@ -93,14 +119,9 @@ def compile_only(config: Config, spec: KernelSpec, arch: str = "90", *,
     include folders) plus `extra_flags`, into a folder keyed by all of them; the per-kernel
     resources from ptxas. Any folder with a spec.yaml works (annotate.harness.spec.load_spec_dir)."""
     tc = find_toolchain(config.environ)
-    flags = [*staging.nvcc_flags(spec, arch), *extra_flags]
-    cuda = nvcc_version(tc.nvcc)
-    tv = torch_version_without_import() or "none"
-    key = staging.build_key(pins=staging.spec_pins(config, spec), files=staging.staged_files(spec),
-                            flags=flags, arch=arch, torch_version=tv if spec.torch_headers else "n/a",
-                            cuda_version=cuda, route="nvcc" if output == "object" else f"nvcc-{output}")
-    bdir = config.build_dir(spec.name, key)
-    staged = staging.stage_sources(spec, bdir / "src")
+    plan = compile_only_plan(config, spec, arch, extra_flags=extra_flags, output=output)
+    flags, cuda, bdir = list(plan.flags), plan.nvcc, plan.directory
+    staged = staging.stage_sources(spec, bdir / "src", config)
     sys_incs = system_header_dirs(spec.system_headers, tc)
     if spec.torch_headers:
         sys_incs += torch_include_dirs(require_cuda=True)

@@ -29,24 +29,28 @@ class KernelResources:
         return asdict(self)
 
     def short_name(self, width: int = 110) -> str:
-        """The demangled name without `void` and the parameter list (the template arguments
-        are what tell the instantiations apart)."""
-        n = self.name
-        if n.startswith("void "):
-            n = n[5:]
-        if n.endswith(")"):
-            depth = 0
-            for i in range(len(n) - 1, -1, -1):
-                depth += {")": 1, "(": -1}.get(n[i], 0)
-                if depth == 0:
-                    n = n[:i]
-                    break
-        if len(n) <= width:
-            return n
-        # Keep both ends: the kernel's name and its last template arguments (often the flags
-        # that tell instantiations apart, e.g. FA2's Is_even_MN / Is_even_K).
-        head = width * 3 // 5
-        return n[:head] + "…" + n[len(n) - (width - head - 1):]
+        return short_kernel_name(self.name, width)
+
+
+def short_kernel_name(name: str, width: int = 110) -> str:
+    """The demangled name without `void` and the parameter list (the template arguments are
+    what tell the instantiations apart)."""
+    n = name
+    if n.startswith("void "):
+        n = n[5:]
+    if n.endswith(")"):
+        depth = 0
+        for i in range(len(n) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(n[i], 0)
+            if depth == 0:
+                n = n[:i]
+                break
+    if len(n) <= width:
+        return n
+    # Keep both ends: the kernel's name and its last template arguments (often the flags
+    # that tell instantiations apart, e.g. FA2's Is_even_MN / Is_even_K).
+    head = width * 3 // 5
+    return n[:head] + "…" + n[len(n) - (width - head - 1):]
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")

@@ -55,6 +55,17 @@ class Include:
 
 
 @dataclass(frozen=True)
+class Generated:
+    """A source upstream's own build generates from a template of the pin (FlashInfer's JIT
+    renders csrc/*.jinja into the config and instantiation files of each module), rendered the
+    same way into the harness's staged sources (annotate.harness.staging)."""
+
+    template: Include  # the template inside the pinned checkout
+    output: str  # the staged file's name
+    values: dict  # the template's parameters (strings)
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str
     title: str
@@ -80,6 +91,10 @@ class KernelSpec:
     check: tuple[Shape, ...]
     time: tuple[Shape, ...]
     notes: str = ""
+    # regexes (re.search) on the demangled names of the kernels whose per-line SASS is committed
+    # (annotate.harness.sass.compact); empty: every kernel's
+    sass_featured: tuple[str, ...] = ()
+    generated: tuple[Generated, ...] = ()  # rendered into the staged sources; `sources` may name them
 
     @property
     def spec_file(self) -> Path:
@@ -91,9 +106,11 @@ class KernelSpec:
 
     def source_files(self) -> list[Path]:
         """Every file of this harness that goes into a build (the cache key hashes them): its
-        own, then the shared headers of vendor_kernels/common beside it that it does not carry
-        itself (an extracted copy carries its own, wherever it lives)."""
-        files = [self.folder / s for s in (*self.sources, self.binding, *self.headers)]
+        own (not those `generate:` renders), then the shared headers of vendor_kernels/common
+        beside it that it does not carry itself (an extracted copy carries its own, wherever it
+        lives)."""
+        generated = {g.output for g in self.generated}
+        files = [self.folder / s for s in (*self.sources, self.binding, *self.headers) if s not in generated]
         own = {p.name for p in files}
         common = self.folder.parent / COMMON_DIR
         if common.is_dir():
@@ -149,6 +166,49 @@ def _str_tuple(d: dict, key: str, where: str, required: bool = False) -> tuple[s
     if not isinstance(val, list) or not all(isinstance(v, str) for v in val):
         raise AnnotateError(f"{where}: '{key}' must be a string or a list of strings")
     return tuple(val)
+
+
+def _regexes(raw: dict, key: str, where: str) -> tuple[str, ...]:
+    import re
+
+    out = _str_tuple(raw, key, where)
+    for rx in out:
+        try:
+            re.compile(rx)
+        except re.error as exc:
+            raise AnnotateError(f"{where}: {key}: bad regex {rx!r}: {exc}") from None
+    return out
+
+
+def _generated(raw: dict, where: str) -> tuple[Generated, ...]:
+    """`generate: {values: {...}, files: [{template: UPSTREAM:PATH, output: NAME, values: {...}}]}`:
+    each file rendered with the shared values updated by its own."""
+    gen = raw.get("generate")
+    if gen is None:
+        return ()
+    if not isinstance(gen, dict) or not isinstance(gen.get("files"), list):
+        raise AnnotateError(f"{where}: generate: expected a mapping with a list `files`")
+    shared = gen.get("values") or {}
+    if not isinstance(shared, dict):
+        raise AnnotateError(f"{where}: generate.values: expected a mapping")
+    out, names = [], set()
+    for i, item in enumerate(gen["files"]):
+        if not isinstance(item, dict) or "template" not in item or "output" not in item:
+            raise AnnotateError(f"{where}: generate.files[{i}]: needs `template` (UPSTREAM:PATH) and `output`")
+        up, sep, path = str(item["template"]).partition(":")
+        output = str(item["output"])
+        if not sep or not path:
+            raise AnnotateError(f"{where}: generate.files[{i}]: template must be UPSTREAM:PATH")
+        if "/" in output or output in names or output in (".", ".."):
+            raise AnnotateError(f"{where}: generate.files[{i}]: output must be a new plain file name, not {output!r}")
+        names.add(output)
+        own = item.get("values") or {}
+        if not isinstance(own, dict):
+            raise AnnotateError(f"{where}: generate.files[{i}].values: expected a mapping")
+        values = {str(k): "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+                  for k, v in {**shared, **own}.items()}
+        out.append(Generated(Include(up, path.strip("/")), output, values))
+    return tuple(out)
 
 
 def _tolerances(raw: dict, where: str) -> tuple[tuple[str, ...], dict[str, Tolerance]]:
@@ -234,8 +294,13 @@ def parse_spec(raw: object, folder: Path, *, catalog: bool = True) -> KernelSpec
         check=check,
         time=time,
         notes=str(raw.get("notes", "")),
+        sass_featured=_regexes(raw, "sass_featured", where),
+        generated=_generated(raw, where),
     )
+    outputs = {g.output for g in spec.generated}
     for rel in (*spec.sources, spec.binding, *spec.headers):
+        if rel in outputs:
+            continue
         if not (folder / rel).is_file():
             raise AnnotateError(f"{where}: '{rel}' does not exist in {folder}")
     return spec

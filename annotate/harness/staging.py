@@ -27,6 +27,10 @@ UNDEF_HALF_FLAGS = (
     "-U__CUDA_NO_HALF2_OPERATORS__",
 )
 BASE_NVCC_FLAGS = ("-O3", "--expt-relaxed-constexpr", "-DNDEBUG")
+# What the GPU build adds: line tables, so Nsight Compute maps a profile to source lines
+# (`annotate profile`). They change no instruction: annotate.harness.sass.lineinfo_check
+# compares every catalog kernel's SASS with and without them.
+LINEINFO_FLAGS = ("-lineinfo",)
 INSTANTIATION_HEADER = "instantiation.h"
 # Bump when the staging/flag logic here changes in a way the inputs below don't capture.
 BUILD_LOGIC_VERSION = "1"
@@ -93,11 +97,40 @@ def instantiation_header(spec: KernelSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def staged_files(spec: KernelSpec) -> dict[str, str]:
+def rendered_files(config: Config, spec: KernelSpec) -> dict[str, str]:
+    """name -> text of the sources upstream's build generates from templates of the pin (the
+    spec's `generate:`), rendered as FlashInfer's JIT renders them (jinja2.Template(...).render)."""
+    if not spec.generated:
+        return {}
+    import jinja2
+
+    from annotate.upstreams import checkout_root, get_upstream
+
+    out = {}
+    for g in spec.generated:
+        path = checkout_root(config, get_upstream(config, g.template.upstream)) / g.template.path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            raise AnnotateError(f"{spec.spec_file}: template {g.template.upstream}:{g.template.path} is missing",
+                                hint=f"run `annotate fetch {g.template.upstream}`") from None
+        try:
+            out[g.output] = jinja2.Template(text).render(**g.values)
+        except jinja2.TemplateError as exc:
+            raise AnnotateError(f"{spec.spec_file}: rendering {g.template.path}: {exc}") from None
+    return out
+
+
+def staged_files(spec: KernelSpec, config: Config | None = None) -> dict[str, str]:
     """name -> text of every file placed in a build's src/ folder (sources, headers, common
-    headers, generated instantiation.h)."""
+    headers, generated instantiation.h, and the files rendered from upstream templates, which
+    need `config` to find the pinned checkout)."""
     files = {p.name: p.read_text(encoding="utf-8") for p in spec.source_files()}
     files[INSTANTIATION_HEADER] = instantiation_header(spec)
+    if spec.generated:
+        if config is None:
+            raise ValueError(f"{spec.name}: rendering its generated sources needs the Config")
+        files.update(rendered_files(config, spec))
     return files
 
 
@@ -109,9 +142,9 @@ def write_if_different(path: Path, text: str) -> bool:
     return True
 
 
-def stage_sources(spec: KernelSpec, src_dir: Path) -> dict[str, Path]:
+def stage_sources(spec: KernelSpec, src_dir: Path, config: Config | None = None) -> dict[str, Path]:
     out = {}
-    for name, text in staged_files(spec).items():
+    for name, text in staged_files(spec, config).items():
         write_if_different(src_dir / name, text)
         out[name] = src_dir / name
     return out

@@ -4,117 +4,144 @@ any tree. Other stages import this module; they never parse the CLI's output."""
 from __future__ import annotations
 
 import difflib
-import os
-import time
-from collections import defaultdict
-from dataclasses import replace
+import hashlib
 from pathlib import Path
+from typing import Callable, Hashable, TypeVar
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic, UsageError
-from annotate.fetch.lock import git_blob_id
-from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol
+# build_upstream and source_files are imported from here by tests and benchmarks (the benchmark
+# also runs against trees older than index/build.py)
+from annotate.index.build import Tree, build_upstream, open_or_build, source_files  # noqa: F401
+from annotate.index.model import (CallEdge, FileIndex, MacroDef, MemoryFact, Symbol, TypeDef, Use, bare_name,
+                                  parse_symbol)
+from annotate.index.store import Store
 from annotate.progress import Reporter
 
-SKIP_DIRS = {".git", "__pycache__", "node_modules", ".github"}
+T = TypeVar("T")
 
 
 # ---- the Index ----------------------------------------------------------------------------
 
 class Index:
-    """Read-only view over the FileIndex of one or more upstreams (edges resolved)."""
+    """Read-only view over the resolved index of one or more upstreams, each held by a store
+    (annotate/index/store.py): questions about one function are answered by indexed queries,
+    and only `files()` and `all_symbols()` read everything.
 
-    def __init__(self, files: dict[str, dict[str, FileIndex]], roots: dict[str, Path],
-                 stats: dict | None = None):
-        import gc
+    The interface, and the rule for absent things, is `annotate.index.model.IndexView`: a
+    lookup of one named thing (`root`, `file`, `source`, `symbol`, `resolve`, `text_of`) raises
+    UsageError when it is absent; a query for a collection returns []; `enclosing` returns None.
+    """
 
-        was = gc.isenabled()
-        gc.disable()  # building the maps allocates ~10^6 list cells; GC passes only slow it
-        try:
-            self._build(files, roots, stats)
-        finally:
-            if was:
-                gc.enable()
-
-    def _build(self, files, roots, stats) -> None:
-        self._files = files  # upstream -> path -> FileIndex
-        self._roots = roots
+    def __init__(self, stores: dict[str, Store], roots: dict[str, Path], stats: dict | None = None):
+        self._stores = dict(stores)
+        self._roots = {k: Path(v) for k, v in roots.items()}
         self.stats = stats or {}
         self._sources: dict[tuple[str, str], str] = {}
-        self._by_key: dict[str, Symbol] = {}
-        self._by_qname: dict[str, list[Symbol]] = defaultdict(list)
-        self._by_name: dict[str, list[Symbol]] = defaultdict(list)
-        self._callees: dict[str, list[CallEdge]] = defaultdict(list)
-        self._callers: dict[str, list[CallEdge]] = defaultdict(list)
-        self._facts: dict[str, list[MemoryFact]] = defaultdict(list)
-        self._file_syms: dict[tuple[str, str], list[Symbol]] = {}
-        for up, by_path in files.items():
-            for path, fi in by_path.items():
-                syms = sorted(fi.symbols, key=lambda s: (s.start_line, s.end_line))
-                self._file_syms[(up, path)] = syms
-                for s in syms:
-                    self._by_key[s.key] = s
-                    self._by_qname[s.qualified_name].append(s)
-                    self._by_name[s.name].append(s)
-                for e in fi.edges:
-                    self._callees[e.caller].append(e)
-                    for k in e.callees:
-                        self._callers[k].append(e)
-                for f in fi.facts:
-                    self._facts[f.symbol].append(f)
+        self._loaded: dict[str, dict[str, FileIndex]] = {}  # upstream -> path -> FileIndex, once asked
+        self._graphs: dict[str, _Graph] = {}  # upstream -> edges and facts by key, once loaded
+        self._memo: dict = {}
 
-    # -- files --
+    @classmethod
+    def merged(cls, *indexes: "Index") -> "Index":
+        """One Index over the upstreams of several (each upstream in one of them only)."""
+        stores, roots, stats = {}, {}, {}
+        for ix in indexes:
+            for up in ix.upstreams():
+                if up in stores:
+                    raise ValueError(f"upstream {up!r} is in two of the indexes to merge")
+                stores[up], roots[up], stats[up] = ix._stores[up], ix._roots[up], ix.stats.get(up, {})
+        return cls(stores, roots, stats)
+
+    # -- upstreams and files --
     def upstreams(self) -> list[str]:
-        return list(self._files)
+        return list(self._stores)
+
+    def _store(self, upstream: str) -> Store:
+        try:
+            return self._stores[upstream]
+        except KeyError:
+            raise UsageError(f"upstream '{upstream}' is not in the index",
+                             hint="indexed upstreams: " + (", ".join(self._stores) or "none")) from None
 
     def root(self, upstream: str) -> Path:
+        self._store(upstream)
         return self._roots[upstream]
 
+    def content_key(self) -> str:
+        """Changes exactly when the indexed content does (another file, another blob, another
+        index version): a digest of the upstreams' tree keys, known without reading the index."""
+        h = hashlib.sha256()
+        for up in sorted(self._stores):
+            h.update(f"{up}\0{self._stores[up].tree_key}\n".encode())
+        return h.hexdigest()[:32]
+
+    def paths(self, upstream: str) -> list[str]:
+        st = self._stores.get(upstream)
+        return st.paths() if st is not None else []
+
+    def has_file(self, upstream: str, path: str) -> bool:
+        st = self._stores.get(upstream)
+        return st is not None and path in st.file_ids()
+
+    def _files_of(self, upstream: str) -> dict[str, FileIndex]:
+        got = self._loaded.get(upstream)
+        if got is None:
+            got = self._loaded[upstream] = self._stores[upstream].load()
+            # Whoever reads everything (the site) then asks about every function: from here on
+            # edges and facts come from memory, built now so that forked workers share them.
+            self._graphs[upstream] = _Graph(got.values())
+        return got
+
     def files(self, upstream: str | None = None) -> list[FileIndex]:
-        ups = [upstream] if upstream else list(self._files)
-        return [fi for up in ups for _, fi in sorted(self._files.get(up, {}).items())]
+        ups = [upstream] if upstream else self.upstreams()
+        return [fi for up in ups if up in self._stores for fi in self._files_of(up).values()]
 
     def file(self, upstream: str, path: str) -> FileIndex:
-        try:
-            return self._files[upstream][path]
-        except KeyError:
-            raise UsageError(f"{upstream}:{path} is not in the index",
-                             hint=_near_hint(path, list(self._files.get(upstream, {})))) from None
+        if not self.has_file(upstream, path):
+            self._store(upstream)
+            raise UsageError(f"{upstream}:{path} is not in the index", hint=_near_hint(path, self.paths(upstream)))
+        if upstream in self._loaded:
+            return self._loaded[upstream][path]
+        return self._stores[upstream].load(only={path})[path]
 
     def source(self, upstream: str, path: str) -> str:
         key = (upstream, path)
         if key not in self._sources:
-            self.file(upstream, path)
-            data = (self._roots[upstream] / path).read_bytes()
+            if not self.has_file(upstream, path):
+                self.file(upstream, path)  # raises, naming the nearest paths
+            where = self._roots[upstream] / path
+            try:
+                data = where.read_bytes()
+            except OSError as exc:
+                raise UsageError(f"{where}: cannot read: {exc.strerror or exc}",
+                                 hint="the checkout changed after it was indexed; run the command again") from None
             self._sources[key] = data.decode("utf-8", "replace")
         return self._sources[key]
 
     # -- symbols --
     def symbols_in(self, upstream: str, path: str) -> list[Symbol]:
-        self.file(upstream, path)
-        return list(self._file_syms.get((upstream, path), []))
+        return self._stores[upstream].symbols_in(path) if self.has_file(upstream, path) else []
 
     def all_symbols(self) -> list[Symbol]:
-        return [s for syms in self._file_syms.values() for s in syms]
+        return [s for st in self._stores.values() for s in st.all_symbols()]
 
     def symbol(self, key: str) -> Symbol:
-        try:
-            return self._by_key[key]
-        except KeyError:
-            raise UsageError(f"no symbol with key {key!r}") from None
+        st = self._stores.get(key.partition(":")[0])
+        got = st.symbol(key) if st is not None else None
+        if got is None:
+            raise UsageError(f"no symbol with key {key!r}")
+        return got
 
     def find(self, name: str, upstream: str | None = None) -> list[Symbol]:
         """Exact qualified name, else a suffix on '::' (or '.') boundaries, else the bare name."""
         name = name.strip()
-
-        def ok(s: Symbol) -> bool:
-            return upstream is None or s.upstream == upstream
-
-        exact = [s for s in self._by_qname.get(name, ()) if ok(s)]
+        stores = [st for up, st in self._stores.items() if upstream is None or up == upstream]
+        exact = [s for st in stores for s in st.with_qualified_name(name)]
         if exact:
             return _ordered(exact)
-        last = _last_component(name)
-        pool = [s for s in self._by_name.get(last, ()) if ok(s)]
+        last = bare_name(name)
+        pool = [s for st in stores for s in st.with_name(last)]
         suffix = [s for s in pool if s.qualified_name.endswith("::" + name) or s.qualified_name.endswith("." + name)]
         if suffix:
             return _ordered(suffix)
@@ -125,65 +152,157 @@ class Index:
     def resolve(self, spec: str) -> Symbol:
         """[UPSTREAM:]qualified_name[@path:line] -> the one Symbol it names, or UsageError."""
         upstream, name, path, line = self.parse_spec(spec)
-        cands = self.find(name, upstream)
-        if path is not None:
-            cands = [s for s in cands if s.path == path or s.path.endswith("/" + path)]
-            if line is not None:
-                exact = [s for s in cands if s.start_line == line]
-                cands = exact or [s for s in cands if s.start_line <= line <= s.end_line]
-        if len(cands) == 1:
-            return cands[0]
-        if not cands:
-            pool = sorted({s.qualified_name for s in self.all_symbols() if upstream is None or s.upstream == upstream})
-            near = difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
-            if not near:
-                bare = _last_component(name)
-                names = sorted({s.name for s in self.all_symbols()})
-                near_bare = difflib.get_close_matches(bare, names, n=5, cutoff=0.6)
-                near = [s.qualified_name for b in near_bare for s in self._by_name[b]][:8]
-            hint = ("nearest names: " + ", ".join(dict.fromkeys(near))) if near else "no similar names"
-            raise UsageError(f"unknown symbol '{spec}'", hint=hint)
-        listing = "\n".join(f"    {s.upstream}:{s.qualified_name}@{s.path}:{s.start_line}" for s in cands[:30])
-        more = f"\n    ... and {len(cands) - 30} more" if len(cands) > 30 else ""
-        raise UsageError(f"ambiguous symbol '{spec}': {len(cands)} definitions",
-                         hint="name one of them exactly:\n" + listing + more)
+
+        def near() -> list[str]:
+            pool = sorted({q for up, st in self._stores.items() if upstream is None or up == upstream
+                           for q in st.qualified_names()})
+            got = difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
+            if not got:
+                names = sorted({n for st in self._stores.values() for n in st.names()})
+                near_bare = difflib.get_close_matches(bare_name(name), names, n=5, cutoff=0.6)
+                got = [s.qualified_name for b in near_bare for st in self._stores.values()
+                       for s in st.with_name(b)][:8]
+            return got
+
+        return _one(spec, "symbol", self.find(name, upstream), path, line, near)
+
+    # -- types and macros --
+    def types_in(self, upstream: str, path: str) -> list[TypeDef]:
+        return self._stores[upstream].types_in(path) if self.has_file(upstream, path) else []
+
+    def macros_in(self, upstream: str, path: str) -> list[MacroDef]:
+        return self._stores[upstream].macros_in(path) if self.has_file(upstream, path) else []
+
+    def find_type(self, name: str, upstream: str | None = None) -> list[TypeDef]:
+        """Like `find`: the exact qualified name, else a suffix on '::' (or '.') boundaries, else
+        the bare name. Every specialisation of a template is a TypeDef of its own."""
+        name = name.strip()
+        stores = [st for up, st in self._stores.items() if upstream is None or up == upstream]
+        exact = [t for st in stores for t in st.types_with_qualified_name(name)]
+        if exact:
+            return _ordered(exact)
+        last = bare_name(name)
+        pool = [t for st in stores for t in st.types_with_name(last)]
+        suffix = [t for t in pool if t.qualified_name.endswith("::" + name) or t.qualified_name.endswith("." + name)]
+        if suffix:
+            return _ordered(suffix)
+        return _ordered(pool) if name == last else []
+
+    def find_macro(self, name: str, upstream: str | None = None) -> list[MacroDef]:
+        """Every `#define` of that name (a macro defined in several files or `#if` branches has
+        several)."""
+        return _ordered([m for up, st in self._stores.items() if upstream is None or up == upstream
+                         for m in st.macros_with_name(name.strip())])
+
+    def resolve_type(self, spec: str) -> TypeDef:
+        """[UPSTREAM:]qualified_name[@path[:line]] -> the one TypeDef it names, or UsageError."""
+        upstream, name, path, line = self.parse_spec(spec)
+
+        def near() -> list[str]:
+            pool = sorted({q for up, st in self._stores.items() if upstream is None or up == upstream
+                           for q in st.type_qualified_names()})
+            return difflib.get_close_matches(name, pool, n=8, cutoff=0.6) or [
+                q for q in pool if bare_name(q) == bare_name(name)][:8]
+
+        return _one(spec, "type", self.find_type(name, upstream), path, line, near)
+
+    def resolve_macro(self, spec: str) -> MacroDef:
+        """[UPSTREAM:]NAME[@path[:line]] -> the one MacroDef it names, or UsageError."""
+        upstream, name, path, line = self.parse_spec(spec)
+
+        def near() -> list[str]:
+            pool = sorted({n for up, st in self._stores.items() if upstream is None or up == upstream
+                           for n in st.macro_names()})
+            return difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
+
+        return _one(spec, "macro", self.find_macro(name, upstream), path, line, near)
+
+    def type_def(self, key: str) -> TypeDef:
+        st = self._stores.get(key.partition(":")[0])
+        got = st.type_by_key(key) if st is not None else None
+        if got is None:
+            raise UsageError(f"no type with key {key!r}")
+        return got
+
+    def macro_def(self, key: str) -> MacroDef:
+        st = self._stores.get(key.partition(":")[0])
+        got = st.macro_by_key(key) if st is not None else None
+        if got is None:
+            raise UsageError(f"no macro with key {key!r}")
+        return got
+
+    def uses_by(self, sym: Symbol) -> list[Use]:
+        """The types and macros `sym` uses (one Use per name: where it is first written)."""
+        st, g = self._stores.get(sym.upstream), self._graphs.get(sym.upstream)
+        if st is None:
+            return []
+        uses = g.uses_by.get(sym.key, []) if g is not None else st.uses_by(sym.key)
+        return sorted(uses, key=lambda u: (u.line, u.column, u.kind, u.name))
+
+    def _users(self, kind: str, key: str, upstream: str) -> list[Use]:
+        st, g = self._stores.get(upstream), self._graphs.get(upstream)
+        if st is None:
+            return []
+        uses = g.users.get((kind, key), []) if g is not None else st.users_of(kind, key)
+        return sorted(uses, key=lambda u: (u.path, u.line, u.column))
+
+    def type_users(self, t: TypeDef) -> list[Use]:
+        """The functions that use the type (declare, take, name as a template argument or scope)."""
+        return self._users("type", t.key, t.upstream)
+
+    def macro_users(self, m: MacroDef) -> list[Use]:
+        """The functions that invoke the macro (in their head or body)."""
+        return self._users("macro", m.key, m.upstream)
+
+    def methods_of(self, t: TypeDef) -> list[Symbol]:
+        """The member functions defined for this type: those defined inside its body, and (when
+        it is the only definition of its name) those defined out of class as `T::f`."""
+        st = self._stores.get(t.upstream)
+        if st is None or t.kind == "enum":
+            return []
+        sep = "." if t.kind == "python-class" else "::"
+        prefix = t.qualified_name + sep
+        inside = [s for s in st.symbols_in(t.path) if t.start_line <= s.start_line and s.end_line <= t.end_line
+                  and s.qualified_name.startswith(prefix) and sep not in s.qualified_name[len(prefix):]]
+        if len(st.types_with_qualified_name(t.qualified_name)) == 1:
+            seen = {s.key for s in inside}
+            inside += [s for s in st.with_qualified_name_prefix(prefix) if s.key not in seen
+                       and sep not in s.qualified_name[len(prefix):]]
+        return _ordered(inside)
 
     def parse_spec(self, spec: str) -> tuple[str | None, str, str | None, int | None]:
-        upstream = None
-        rest = spec.strip()
-        head, sep, tail = rest.partition(":")
-        if sep and not tail.startswith(":") and head in self._files:
-            upstream, rest = head, tail
-        elif sep and not tail.startswith(":") and head and "::" not in head and "@" not in head:
-            raise UsageError(f"unknown upstream '{head}' in '{spec}'",
-                             hint="indexed upstreams: " + ", ".join(self._files))
-        path = line = None
-        if "@" in rest:
-            rest, _, loc = rest.partition("@")
-            path, _, ln = loc.rpartition(":")
-            if not path or not ln.isdigit():
-                path, ln = loc, ""
-            line = int(ln) if ln.isdigit() else None
-        return upstream, rest, path, line
+        s = parse_symbol(spec, self.upstreams())
+        return s.upstream, s.name, s.path, s.line
 
     def diagnostics(self) -> list[Diagnostic]:
         """Per-file problems (a file that failed to extract), as warnings naming the file."""
-        out = []
-        for up, by_path in self._files.items():
-            for path, fi in by_path.items():
-                for msg in fi.diagnostics:
-                    out.append(Diagnostic("warning", msg, file=f"{up}:{path}", code="index-extract"))
-        return out
+        return [Diagnostic("warning", msg, file=f"{up}:{path}", code="index-extract")
+                for up, st in self._stores.items() for path, msg in st.diagnostics()]
 
     # -- graph and facts --
+    def _edges(self, key: str, reverse: bool) -> list[CallEdge]:
+        up = key.partition(":")[0]
+        st, g = self._stores.get(up), self._graphs.get(up)
+        if st is None:
+            return []
+        if reverse:
+            edges = g.callers.get(key, []) if g is not None else st.callers(key)
+            return sorted(edges, key=lambda e: (e.path, e.line, e.column))
+        edges = g.callees.get(key, []) if g is not None else st.callees(key)
+        return sorted(edges, key=lambda e: (e.line, e.column))
+
     def callees(self, sym: Symbol) -> list[CallEdge]:
-        return sorted(self._callees.get(sym.key, []), key=lambda e: (e.line, e.column))
+        return self._edges(sym.key, False)
 
     def callers(self, sym: Symbol) -> list[CallEdge]:
-        return sorted(self._callers.get(sym.key, []), key=lambda e: (e.path, e.line, e.column))
+        return self._edges(sym.key, True)
 
     def facts(self, sym: Symbol) -> list[MemoryFact]:
-        return sorted(self._facts.get(sym.key, []), key=lambda f: (f.line, f.kind))
+        st, g = self._stores.get(sym.upstream), self._graphs.get(sym.upstream)
+        if st is None:
+            return []
+        facts = g.facts.get(sym.key, []) if g is not None else st.facts(sym.key)
+        return sorted(facts, key=lambda f: (f.line, f.kind))
 
     def callgraph(self, sym: Symbol, reverse: bool = False, depth: int = 1) -> list[CallEdge]:
         """Edges reachable from `sym` within `depth` steps (callers' edges when reverse)."""
@@ -194,11 +313,7 @@ class Index:
         for _ in range(max(depth, 0)):
             nxt = []
             for key in frontier:
-                s = self._by_key.get(key)
-                if s is None:
-                    continue
-                edges = self.callers(s) if reverse else self.callees(s)
-                for e in edges:
+                for e in self._edges(key, reverse):
                     ident = (e.caller, e.callee_name, e.kind, e.path, e.line, e.column, key if reverse else None)
                     if ident in seen_edges:
                         continue
@@ -214,151 +329,87 @@ class Index:
         return out
 
     def enclosing(self, upstream: str, path: str, line: int) -> Symbol | None:
-        syms = self._file_syms.get((upstream, path), [])
-        best = None
-        for s in syms:
-            if s.start_line > line:
-                break
-            if s.start_line <= line <= s.end_line and (best is None or s.end_line - s.start_line <= best.end_line - best.start_line):
-                best = s
-        return best
+        st = self._stores.get(upstream)
+        return st.enclosing(path, line) if st is not None else None
 
-    def text_of(self, sym: Symbol) -> str:
+    def text_of(self, sym: Symbol | TypeDef | MacroDef) -> str:
+        """The definition's lines (a function's, a type's or a macro's) as they are in the file."""
         lines = self.source(sym.upstream, sym.path).splitlines(keepends=True)
         return "".join(lines[sym.start_line - 1:sym.end_line])
 
+    # -- what consumers derive from the index, kept as long as it lives --
+    def memo(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()`, computed once per key for this index (`annotate serve` rebuilds the site
+        many times against one loaded index)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
-def _last_component(name: str) -> str:
-    for sep in ("::", "."):
-        name = name.rsplit(sep, 1)[-1]
-    return name
+
+class _Graph:
+    """Edges, facts and uses of a loaded upstream by key, in store order (what the store's
+    queries answer, without a query per function)."""
+
+    def __init__(self, files):
+        self.callees: dict[str, list[CallEdge]] = {}
+        self.callers: dict[str, list[CallEdge]] = {}
+        self.facts: dict[str, list[MemoryFact]] = {}
+        self.uses_by: dict[str, list[Use]] = {}
+        self.users: dict[tuple[str, str], list[Use]] = {}
+        for fi in files:
+            for u in fi.uses:
+                self.uses_by.setdefault(u.user, []).append(u)
+                for k in dict.fromkeys(u.targets):
+                    self.users.setdefault((u.kind, k), []).append(u)
+            for e in fi.edges:
+                self.callees.setdefault(e.caller, []).append(e)
+                for k in dict.fromkeys(e.callees):
+                    self.callers.setdefault(k, []).append(e)
+            for f in fi.facts:
+                self.facts.setdefault(f.symbol, []).append(f)
 
 
-def _ordered(syms: list[Symbol]) -> list[Symbol]:
+def named_kind(index: "Index", spec: str) -> str:
+    """What a SYMBOL names: "function" when some function has that name, else "type" or "macro"
+    when one of those has it, else "function" (whose lookup then says it is unknown, with the
+    nearest names). `annotate show` and `annotate new` decide with it when no flag says."""
+    upstream, name, _, _ = index.parse_spec(spec)
+    if index.find(name, upstream):
+        return "function"
+    if index.find_type(name, upstream):
+        return "type"
+    if index.find_macro(name, upstream):
+        return "macro"
+    return "function"
+
+
+def _ordered(syms: list) -> list:
     return sorted(syms, key=lambda s: (s.upstream, s.path, s.start_line))
+
+
+def _one(spec: str, what: str, cands: list, path: str | None, line: int | None, near: Callable[[], list[str]]):
+    """The one definition of `cands` that `@path[:line]` leaves (line = the start line, or any line
+    inside), or UsageError: the candidates when several are left, the nearest names when none."""
+    if path is not None:
+        cands = [s for s in cands if s.path == path or s.path.endswith("/" + path)]
+        if line is not None:
+            exact = [s for s in cands if s.start_line == line]
+            cands = exact or [s for s in cands if s.start_line <= line <= s.end_line]
+    if len(cands) == 1:
+        return cands[0]
+    if not cands:
+        got = near()
+        hint = ("nearest names: " + ", ".join(dict.fromkeys(got))) if got else "no similar names"
+        raise UsageError(f"unknown {what} '{spec}'", hint=hint)
+    listing = "\n".join(f"    {s.key}" for s in cands[:30])
+    more = f"\n    ... and {len(cands) - 30} more" if len(cands) > 30 else ""
+    raise UsageError(f"ambiguous {what} '{spec}': {len(cands)} definitions",
+                     hint="name one of them exactly:\n" + listing + more)
 
 
 def _near_hint(path: str, paths: list[str]) -> str | None:
     near = difflib.get_close_matches(path, paths, n=5, cutoff=0.5)
     return ("nearest paths: " + ", ".join(near)) if near else None
-
-
-# ---- building -----------------------------------------------------------------------------
-
-def source_files(root: Path, paths: list[str] | None = None) -> list[str]:
-    """Every indexable file under root (or under the given sub-paths), '/'-separated, sorted."""
-    from annotate.index.parse import language_of
-
-    out = []
-    bases = [root / p for p in paths] if paths else [root]
-    for base in bases:
-        if base.is_file():
-            rel = base.relative_to(root).as_posix()
-            if language_of(rel):
-                out.append(rel)
-            continue
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-            for fn in filenames:
-                if language_of(fn):
-                    out.append((Path(dirpath) / fn).relative_to(root).as_posix())
-    return sorted(set(out))
-
-
-def _extract_one(args):
-    from annotate.index.extract import Extracted, extract_full
-
-    upstream, path, data, blob = args
-    try:
-        ex = extract_full(upstream, path, data)
-    except Exception as exc:  # one unparsable file must not end the run; it is reported
-        from annotate.index.parse import language_of
-
-        return Extracted(FileIndex(upstream=upstream, path=path, blob=blob, language=language_of(path) or "cuda",
-                                   diagnostics=(f"extraction failed: {type(exc).__name__}: {exc}",)))
-    return replace(ex, file=replace(ex.file, blob=blob))
-
-
-def _workers(n_todo: int, jobs: int | None = None) -> int:
-    if jobs:  # Config.index_jobs(): $ANNOTATE_INDEX_JOBS
-        return jobs
-    if n_todo < 40:
-        return 1
-    return max(1, min(os.cpu_count() or 1, 16))
-
-
-def _extract_many(todo: list[tuple[str, str, bytes, str]], reporter: Reporter, jobs: int | None = None) -> list:
-    jobs = _workers(len(todo), jobs)
-    if jobs == 1:
-        return [_extract_one(t) for t in todo]
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    out = []
-    with ctx.Pool(jobs) as pool:
-        with reporter.bar("indexing", len(todo)) as advance:
-            for fi in pool.imap(_extract_one, todo, chunksize=8):
-                out.append(fi)
-                advance(1)
-    return out
-
-
-def build_upstream(upstream: str, root: Path, paths: list[str] | None = None,
-                   config: Config | None = None, progress: bool | Reporter = False) -> tuple[dict[str, FileIndex], dict]:
-    """FileIndex (resolved) of every source file of one tree; uses the cache when config is given."""
-    from annotate.index import cache
-    from annotate.index.parse import resolve_version, tool_version
-    from annotate.index.resolve import resolve_upstream
-
-    t0 = time.perf_counter()
-    version = tool_version()
-    rels = source_files(root, paths)
-    entries: list[tuple[str, str, bytes | None]] = []
-    for rel in rels:
-        data = (root / rel).read_bytes()
-        entries.append((rel, git_blob_id(data), data))
-    stats = {"files": len(entries), "parsed": 0, "cached_files": 0, "resolved_cache": False}
-    tkey = cache.tree_key(resolve_version(), [(p, b) for p, b, _ in entries])
-    if config is not None:
-        rpath = cache.resolved_path(config, upstream, tkey)
-        got = cache.read(rpath)
-        if isinstance(got, dict):
-            stats.update(resolved_cache=True, seconds=time.perf_counter() - t0)
-            return got, stats
-    from annotate.index.extract import Extracted
-
-    found: dict[str, Extracted] = {}
-    todo = []
-    for rel, blob, data in entries:
-        ex = None
-        if config is not None:
-            ex = cache.read(cache.file_entry_path(config, version, cache.file_key(upstream, rel, blob)))
-        if isinstance(ex, Extracted):
-            found[rel] = ex
-            stats["cached_files"] += 1
-        else:
-            todo.append((upstream, rel, data, blob))
-    reporter = Reporter.of(progress)
-    if todo:
-        reporter.say(f"annotate: indexing {len(todo)} files of {upstream}")
-    for ex in _extract_many(todo, reporter, config.index_jobs() if config is not None else None):
-        found[ex.file.path] = ex
-        stats["parsed"] += 1
-        if config is not None:
-            key = cache.file_key(upstream, ex.file.path, ex.file.blob)
-            cache.write(config, cache.file_entry_path(config, version, key), ex)
-    files = {p: found[p].file for p in sorted(found)}
-    arity = {k: v for ex in found.values() for k, v in ex.arity.items()}
-    resolved = resolve_upstream(files, arity, {p: ex.nargs for p, ex in found.items()},
-                                {p: ex.receivers for p, ex in found.items()})
-    if config is not None:
-        cache.touch_version(config, version)
-        cache.prune_versions(config, version)
-        rpath = cache.resolved_path(config, upstream, tkey)
-        cache.write(config, rpath, resolved)
-        cache.prune_resolved(config, upstream, rpath)
-    stats["seconds"] = time.perf_counter() - t0
-    return resolved, stats
 
 
 def index_directory(upstream: str, root: Path, paths: list[str] | None = None,
@@ -368,12 +419,18 @@ def index_directory(upstream: str, root: Path, paths: list[str] | None = None,
     root = Path(root).resolve()
     if not root.is_dir():
         raise AnnotateError(f"{root}: not a directory")
-    files, stats = build_upstream(upstream, root, paths, config=config)
-    return Index({upstream: files}, {upstream: root}, {upstream: stats})
+    store, stats = build_upstream(upstream, root, paths, config=config)
+    return Index({upstream: store}, {upstream: root}, {upstream: stats})
 
 
 def fetched_roots(config: Config, upstreams: list[str] | None = None) -> dict[str, Path]:
     """upstream -> checkout root of every fetched pin (the fetch stage decides what 'fetched' is)."""
+    return _fetched(config, upstreams)[1]
+
+
+def _fetched(config: Config, upstreams: list[str] | None) -> tuple[dict, dict[str, Path]]:
+    """(the pins, upstream -> root of those of `upstreams` (default all) that are fetched)."""
+    from annotate.fetch.api import fetched_root  # the fetch stage decides what "fetched" means
     from annotate.upstreams import load_upstreams
 
     pins = load_upstreams(config)
@@ -381,21 +438,15 @@ def fetched_roots(config: Config, upstreams: list[str] | None = None) -> dict[st
     unknown = [n for n in names if n not in pins]
     if unknown:
         raise UsageError(f"unknown upstream '{unknown[0]}'", hint="known upstreams: " + ", ".join(pins))
-    from annotate.fetch.api import fetched_root  # the fetch stage decides what "fetched" means
-
-    out = {}
-    for n in names:
-        root = fetched_root(config, n)
-        if root is not None:
-            out[n] = Path(root)
-    return out
+    roots = {n: fetched_root(config, n) for n in names}
+    return pins, {n: Path(r) for n, r in roots.items() if r is not None}
 
 
 def load_index(config: Config, upstreams: list[str] | None = None, progress: bool | Reporter = False) -> Index:
-    """The index of every fetched pin (or of `upstreams`), cached by content in config.index_dir()."""
-    from filelock import FileLock
-
-    roots = fetched_roots(config, upstreams)
+    """The index of every fetched pin (or of `upstreams`), cached by content in config.index_dir().
+    Warm, it opens one snapshot per upstream and hashes no file whose stat data is unchanged;
+    it writes nothing and takes no lock unless something has to be (re)built."""
+    pins, roots = _fetched(config, upstreams)
     if not roots:
         which = ", ".join(upstreams) if upstreams else "no pinned upstream"
         raise AnnotateError(f"{which} is not fetched into {config.cache_dir}",
@@ -404,14 +455,7 @@ def load_index(config: Config, upstreams: list[str] | None = None, progress: boo
     if missing:
         raise AnnotateError(f"{', '.join(missing)} is not fetched into {config.cache_dir}",
                             hint=f"run `annotate fetch {' '.join(missing)}` first")
-    files, stats = {}, {}
-    lock_file = config.lock_path("index")
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    from annotate.upstreams import load_upstreams
-
-    pins = load_upstreams(config)
-    with FileLock(str(lock_file)):
-        for up, root in roots.items():
-            paths = [p for p in pins[up].index_paths() if (root / p).exists()]
-            files[up], stats[up] = build_upstream(up, root, paths, config=config, progress=progress)
-    return Index(files, roots, stats)
+    trees = [Tree(up, root, [p for p in pins[up].index_paths() if (root / p).exists()], config)
+             for up, root in roots.items()]
+    stores = open_or_build(trees, config, progress)
+    return Index({t.upstream: stores[t.upstream] for t in trees}, roots, {t.upstream: t.stats for t in trees})

@@ -1,27 +1,31 @@
-"""The on-disk cache of the index, keyed by content.
+"""Where the index keeps what it derived, in `config.index_dir()` (all of it data, none of it
+code; any part is safe to delete):
 
-- per file: `index_dir()/files/<tool version>/<kk>/<key>.pickle`, key = sha1 of (upstream,
-  path, git blob id); a changed file misses alone and is re-parsed alone.
-- per upstream: `index_dir()/resolved/<upstream>-<tree key>.pickle`, the resolved FileIndex of
-  every file, keyed by the tool version and the sorted (path, blob) list; a warm load reads
-  this one file.
-Writes go to a temporary file in the cache's tmp dir and are renamed into place (atomic), so
-concurrent readers never see half a file.
+- `trees/<upstream>-<tree key>.sqlite`: the snapshot of one tree (store.py), keyed by the
+  resolve version and the sorted (path, git blob id) list; never changed once written.
+- `stat/<upstream>-<root digest>.json`: file stat data -> git blob id for one checkout, so a
+  warm load hashes no source file that did not change (stat data is only trusted for files
+  older than the moment they were recorded, as git does for its index).
+
+Pre-SQLite versions of annotate kept pickles under `files/` and `resolved/`; they are never read.
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import pickle
+import json
+import os
+import time
 from pathlib import Path
 
 from annotate.atomic import write_atomic
 from annotate.config import Config
 
-
-def file_key(upstream: str, path: str, blob: str) -> str:
-    return hashlib.sha1(f"{upstream}\0{path}\0{blob}".encode()).hexdigest()
+SNAPSHOT_SUFFIX = ".sqlite"
+STAT_FORMAT = 2
+# A file modified within this many seconds of being recorded may change again within the same
+# mtime tick without its stat data changing; such entries are not kept (hashed again next time).
+RACY_SECONDS = 2.0
 
 
 def tree_key(version: str, entries: list[tuple[str, str]]) -> str:
@@ -31,67 +35,95 @@ def tree_key(version: str, entries: list[tuple[str, str]]) -> str:
     return h.hexdigest()[:20]
 
 
-def file_entry_path(config: Config, version: str, key: str) -> Path:
-    return config.index_dir() / "files" / version / key[:2] / f"{key}.pickle"
+def snapshot_path(config: Config, upstream: str, tkey: str) -> Path:
+    return config.index_dir() / "trees" / f"{upstream}-{tkey}{SNAPSHOT_SUFFIX}"
 
 
-def resolved_path(config: Config, upstream: str, tkey: str) -> Path:
-    return config.index_dir() / "resolved" / f"{upstream}-{tkey}.pickle"
-
-
-def read(path: Path):
-    # Unpickling ~10^6 small objects: the cyclic GC would scan them again and again (2x slower).
-    was = gc.isenabled()
-    gc.disable()
+def snapshots(config: Config, upstream: str) -> list[Path]:
+    """Snapshots of this upstream in the cache, newest first."""
+    d = config.index_dir() / "trees"
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
-        return None
-    finally:
-        if was:
-            gc.enable()
+        found = [p for p in d.iterdir() if p.name.endswith(SNAPSHOT_SUFFIX)
+                 and p.name[: -len(SNAPSHOT_SUFFIX)].rsplit("-", 1)[0] == upstream]
+    except OSError:
+        return []
+
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(found, key=mtime, reverse=True)
 
 
-def write(config: Config, path: Path, obj) -> None:
-    write_atomic(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def prune_resolved(config: Config, upstream: str, keep: Path, keep_last: int = 3) -> None:
-    """Keep the newest few resolved snapshots of this upstream (several checkouts of this tool
-    at different versions may share one cache), delete older ones."""
-    d = config.index_dir() / "resolved"
-    olds = [p for p in d.glob(f"{upstream}-*.pickle") if p != keep and p.name[: -len(".pickle")].rsplit("-", 1)[0] == upstream]
-    olds.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True)
-    for p in olds[keep_last - 1:]:
+def prune_snapshots(config: Config, upstream: str, keep: Path, keep_last: int = 3) -> None:
+    """Keep the newest few snapshots of this upstream (checkouts of this tool at other versions
+    may share one cache, each with its own), delete older ones and abandoned temporary files."""
+    for p in [q for q in snapshots(config, upstream) if q != keep][keep_last - 1:]:
         try:
             p.unlink()
         except OSError:
             pass
-
-
-def touch_version(config: Config, version: str) -> None:
-    """Mark the per-file cache of this tool version as used now (prune_versions keeps the newest)."""
-    d = config.index_dir() / "files" / version
-    d.mkdir(parents=True, exist_ok=True)
-    (d / ".used").touch()
-
-
-def prune_versions(config: Config, current: str, keep_last: int = 3) -> None:
-    """Per-file caches of other tool versions (older checkouts of this tool sharing the cache)
-    beyond the newest few are deleted; a version in use elsewhere just re-parses on a miss."""
-    import shutil
-
-    d = config.index_dir() / "files"
-    if not d.is_dir():
-        return
-
-    def used(p: Path) -> float:
+    d = config.index_dir() / "trees"
+    now = time.time()
+    for p in d.glob(f".{upstream}-*.tmp"):
         try:
-            return (p / ".used").stat().st_mtime
+            if now - p.stat().st_mtime > 3600:  # older than any build still writing it
+                p.unlink()
         except OSError:
-            return 0.0
+            pass
 
-    others = sorted((p for p in d.iterdir() if p.is_dir() and p.name != current), key=used, reverse=True)
-    for p in others[keep_last - 1:]:
-        shutil.rmtree(p, ignore_errors=True)
+
+# ---- stat data -> blob id ------------------------------------------------------------------
+
+def stat_path(config: Config, upstream: str, root: Path) -> Path:
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:16]
+    return config.index_dir() / "stat" / f"{upstream}-{digest}.json"
+
+
+def stat_tuple(st: os.stat_result) -> tuple[int, int, int]:
+    # Not ctime: `chmod -R a-w` on a cache (a read-only copy) changes it for every file of the
+    # checkouts inside, and an edit always moves mtime.
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def may_write(d: Path) -> bool:
+    """Whether to write into `d`: it is writable, and its mode still has a write bit (root may
+    write anywhere, but a cache someone made read-only stays untouched)."""
+    try:
+        return os.access(d, os.W_OK) and bool(d.stat().st_mode & 0o222)
+    except OSError:
+        return False
+
+
+def read_stats(path: Path, root: Path) -> dict[str, tuple[tuple[int, int, int], str]]:
+    """path -> (stat tuple, blob id) as recorded for `root`; {} when absent or not well formed."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict) or raw.get("format") != STAT_FORMAT or raw.get("root") != str(root):
+        return {}
+    files = raw.get("files")
+    if not isinstance(files, dict):
+        return {}
+    out = {}
+    for rel, v in files.items():
+        if (isinstance(v, list) and len(v) == 4 and all(type(x) is int for x in v[:3]) and isinstance(v[3], str)
+                and len(v[3]) == 40):
+            out[rel] = (tuple(v[:3]), v[3])
+    return out
+
+
+def write_stats(path: Path, root: Path, entries: dict[str, tuple[tuple[int, int, int], str]],
+                taken_ns: int, known: dict | None = None) -> bool:
+    """Record stat data -> blob for the files that were older than RACY_SECONDS at `taken_ns`;
+    nothing is written when that is what `known` (the file as read) already says."""
+    limit = taken_ns - int(RACY_SECONDS * 1e9)
+    keep = {rel: v for rel, v in sorted(entries.items()) if v[0][1] < limit}
+    if known is not None and keep == known:
+        return False
+    files = {rel: [*st, blob] for rel, (st, blob) in keep.items()}
+    write_atomic(path, json.dumps({"format": STAT_FORMAT, "root": str(root), "files": files}, separators=(",", ":")))
+    return True

@@ -7,6 +7,7 @@ import re
 _WS = re.compile(r"\s+")
 _TEMPLATE_KW = re.compile(r"\btemplate\s+")
 _SPACE_AROUND_SEP = re.compile(r"\s*(::|->|\.)\s*")
+_ANY_SPACE = re.compile(r"\s")
 
 NAME_TYPES = {"identifier", "field_identifier", "type_identifier", "namespace_identifier",
               "destructor_name", "operator_name", "operator_cast"}
@@ -24,6 +25,8 @@ def text_without_template_args(node) -> str:
     """The node's text with every template_argument_list removed (outermost only)."""
     base = node.start_byte
     src = node.text
+    if b"<" not in src:  # no template argument list without a '<' (most names): no walk
+        return _normalise(src.decode("utf-8", "replace"))
     cuts: list[tuple[int, int]] = []
     stack = [node]
     while stack:
@@ -44,7 +47,15 @@ def text_without_template_args(node) -> str:
                 pos = b
         parts.append(src[pos:])
         out = b"".join(parts)
-    text = _TEMPLATE_KW.sub("", out.decode("utf-8", "replace"))
+    return _normalise(out.decode("utf-8", "replace"))
+
+
+def _normalise(text: str) -> str:
+    """Without `template` keywords, whitespace collapsed, none around `::`, `->`, `.`."""
+    if "template" in text:
+        text = _TEMPLATE_KW.sub("", text)
+    if not _ANY_SPACE.search(text):  # nothing the two substitutions below would change
+        return text
     return _SPACE_AROUND_SEP.sub(r"\1", collapse(text))
 
 

@@ -11,16 +11,22 @@ import re
 from dataclasses import dataclass, field
 
 from annotate.index import cst
-from annotate.index.facts import apply_rules, find_fact_nodes
+from annotate.index import extract_types as xt
+from annotate.index.facts import apply_rules, fact_query_source
 from annotate.index.fingerprint import fingerprint
 from annotate.index.model import (CALL, DEVICE, HOST, HOST_DEVICE, KERNEL, LAUNCH, METHOD, PYTHON, CallEdge,
-                                  FileIndex, MemoryFact, Symbol)
-from annotate.index.parse import captures, namespace_ranges, prepare_cuda, language_of, macro_table, matches, parser
+                                  FileIndex, MemoryFact, Symbol, language_of)
+from annotate.index.parse import captured, combined_query, macro_table, namespace_ranges, parser, prepare_cuda, run_queries
 
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
 ANON = "(anonymous namespace)"
+# Every query of a file runs in one walk of its tree (queries/*.scm, plus the fact rules).
+_CUDA_QUERIES = ("cuda-functions", "cuda-assignments", "cuda-declarations", "cuda-calls", "cuda-classes",
+                 "cuda-errors", "cuda-includes", "cuda-types", "cuda-mentions")
+_PYTHON_QUERIES = ("python-functions", "python-calls", "python-imports", "python-errors", "python-classes",
+                   "python-mentions")
 
 
 @dataclass(frozen=True)
@@ -28,23 +34,30 @@ class Extracted:
     """A FileIndex plus what only call resolution needs (kept out of the stage contract):
     `arity` maps Symbol.key -> (fewest, most arguments; -1 = any number), `nargs` gives the
     argument count of each edge's call (None where unknown or not a plain call), `receivers`
-    the declared class of the object of each member call (`vec_t<float, 4> v; v.load()` -> vec_t)."""
+    the declared class of the object of each member call (`vec_t<float, 4> v; v.load()` -> vec_t),
+    `mentions` the names each function mentions that may be types or macros (extract_types)."""
 
     file: FileIndex
     arity: dict[str, tuple[int, int]] = field(default_factory=dict)
     nargs: tuple[int | None, ...] = ()
     receivers: tuple[str | None, ...] = ()  # per edge: class name of a member call's object, if declared
+    mentions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Symbol.key -> raw mentions
 
 
-def extract_file(upstream: str, path: str, src: bytes) -> FileIndex:
-    """Everything about one file; `blob` is filled in by the caller."""
-    return extract_full(upstream, path, src).file
+def warm_up() -> None:
+    """Compile the grammars and queries now (a process pool forked afterwards inherits them
+    instead of compiling them once per worker)."""
+    for lang, names, extra in (("cuda", _CUDA_QUERIES, (("facts", fact_query_source()),)),
+                               ("python", _PYTHON_QUERIES, ())):
+        parser(lang)
+        combined_query(lang, names, extra)
+    macro_table()
 
 
 def extract_full(upstream: str, path: str, src: bytes) -> Extracted:
     lang = language_of(path)
     if lang == "python":
-        return Extracted(extract_python(upstream, path, src))
+        return extract_python(upstream, path, src)
     return extract_cuda(upstream, path, src)
 
 
@@ -60,8 +73,10 @@ class _Spans:
 
     def owner_of_params(self, byte: int) -> int | None:
         """The function whose parameter list holds `byte` (a parameter's declaration)."""
-        for lo, hi, idx in self.params:
-            if lo <= byte < hi:
+        for lo, hi, idx in self.params:  # sorted by start: none after `byte` can hold it
+            if lo > byte:
+                break
+            if byte < hi:
                 return idx
         return None
 
@@ -75,6 +90,20 @@ class _Spans:
                 break
             i -= 1
         return best
+
+
+class _Lines:
+    """1-based line of a byte offset, by bisection over the newline offsets (counting the
+    newlines before each function head made extraction quadratic in the file's length)."""
+
+    def __init__(self, src: bytes):
+        self.src = src
+        self.newlines: list[int] | None = None
+
+    def line_of(self, byte: int) -> int:
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer(rb"\n", self.src)]
+        return bisect.bisect_left(self.newlines, byte) + 1
 
 
 def _function_declarator(fn):
@@ -100,31 +129,56 @@ def _split_scope(text: str) -> list[str]:
     return [p for p in text.split("::") if p]
 
 
-def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
-    table = macro_table()
-    text = prepare_cuda(src, table)
-    tree = parser("cuda").parse(text)
-    root = tree.root_node
-    ns_macros = dict(table.namespaces)
-    for m in _DEFINE_RE.finditer(src):
-        ns_macros.setdefault(m.group(1).decode(), m.group(2).decode())
-    ns_ranges = namespace_ranges(text)
-    class_names = {cst.text_without_template_args(n).split("::")[-1]
-                   for n in captures("cuda-classes", root).get("name", [])}
-    errors = captures("cuda-errors", root).get("error", [])
-    error_starts = sorted(e.start_byte for e in errors)
+class _File:
+    """What the extraction of one C++/CUDA file shares between its steps."""
 
+    def __init__(self, upstream: str, path: str, src: bytes):
+        self.upstream, self.path, self.src = upstream, path, src
+        self.table = macro_table()
+        self.text = prepare_cuda(src, self.table)  # what tree-sitter parses: same offsets as src
+        self.ns_macros = dict(self.table.namespaces)
+        for m in _DEFINE_RE.finditer(src):
+            self.ns_macros.setdefault(m.group(1).decode(), m.group(2).decode())
+        self.ns_ranges = namespace_ranges(self.text)
+        self.lines = _Lines(src)
+        self.class_names: set[str] = set()
+        self.error_starts: list[int] = []
+
+
+def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
+    cx = _File(upstream, path, src)
+    root = parser("cuda").parse(cx.text).root_node
+    found = run_queries("cuda", root, _CUDA_QUERIES, (("facts", fact_query_source()),))
+    cx.class_names = {cst.text_without_template_args(n).split("::")[-1] for n in captured(found["cuda-classes"], "name")}
+    errors = captured(found["cuda-errors"], "error")
+    cx.error_starts = sorted(e.start_byte for e in errors)
+    symbols, arity, owner, fn_nodes = _cuda_symbols(cx, found)
+    edges, nargs, receivers = _cuda_edges(cx, found, symbols, owner)
+    facts = _cuda_facts(cx, found, symbols, owner)
+    includes = tuple(cst.node_text(n) for n in captured(found["cuda-includes"], "path"))
+    fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
+                   edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors),
+                   types=tuple(xt.cuda_types(cx, found, fn_nodes)),
+                   macros=tuple(xt.cuda_macros(upstream, path, src, cx.lines)))
+    return Extracted(fi, arity, nargs, receivers, xt.cuda_mentions(cx, found, symbols, fn_nodes))
+
+
+def _cuda_symbols(cx: _File, found) -> tuple[list[Symbol], dict[str, tuple[int, int]], _Spans, list]:
+    """The definitions of the file, their argument ranges, which body (or parameter list) holds a
+    byte, and the function_definition node of each."""
     symbols: list[Symbol] = []
+    fn_nodes: list = []
     spans: list[tuple[int, int, int]] = []
     arity: dict[str, tuple[int, int]] = {}
     param_spans: list[tuple[int, int, int]] = []
-    for m in matches("cuda-functions", root):
+    for m in found["cuda-functions"]:
         fn, body = m["function"][0], m["body"][0]
-        sym = _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts)
+        sym = _cuda_symbol(cx, fn, body)
         if sym is None:
             continue
         spans.append((body.start_byte, body.end_byte, len(symbols)))
         symbols.append(sym)
+        fn_nodes.append(fn)
         ar = _arity(fn)
         if ar is not None:
             arity[sym.key] = ar
@@ -132,11 +186,13 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         plist = decl.child_by_field_name("parameters") if decl is not None else None
         if plist is not None:
             param_spans.append((plist.start_byte, plist.end_byte, len(symbols) - 1))
-    owner = _Spans(spans, param_spans)
+    return symbols, arity, _Spans(spans, param_spans), fn_nodes
 
-    # function-pointer variables per function: var -> [(target name, node)]
+
+def _pointer_vars(found, owner: _Spans) -> dict[int, dict[str, list]]:
+    """Function-pointer variables per function: var -> [(target name, node)]."""
     pointers: dict[int, dict[str, list]] = {}
-    for m in matches("cuda-assignments", root):
+    for m in found["cuda-assignments"]:
         var, value = m["var"][0], m["value"][0]
         idx = owner.owner(var.start_byte)
         if idx is None:
@@ -144,10 +200,13 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         targets = _function_refs(value)
         if targets:
             pointers.setdefault(idx, {}).setdefault(cst.node_text(var), []).extend(targets)
+    return pointers
 
-    # declared types of locals and parameters per function: var -> class name (last component)
+
+def _declared_types(found, owner: _Spans) -> dict[int, dict[str, str]]:
+    """Declared types of locals and parameters per function: var -> class name (last component)."""
     var_types: dict[int, dict[str, str]] = {}
-    for m in matches("cuda-declarations", root):
+    for m in found["cuda-declarations"]:
         tnode, var = m["type"][0], m["var"][0]
         if tnode.type in ("primitive_type", "placeholder_type_specifier", "sized_type_specifier"):
             continue
@@ -159,14 +218,15 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         tname = cst.text_without_template_args(tnode).replace("typename ", "").split("::")[-1].strip()
         if tname:
             var_types.setdefault(idx, {})[cst.node_text(var)] = tname
+    return var_types
 
-    edges: list[CallEdge] = []
-    nargs: dict[int, int] = {}  # edge index -> argument count of its call
-    receivers: dict[int, str] = {}  # edge index -> declared class of a member call's object
-    launchers = table.launchers
+
+def _calls(found, owner: _Spans) -> tuple[list, dict[tuple[int, str], list]]:
+    """(function, call node, callee node) of every call inside a function, and the calls of each
+    plain name per function (a lambda's callers: launches through its parameters)."""
     call_matches = []
-    calls_by_name: dict[tuple[int, str], list] = {}  # (function, callee identifier) -> call nodes
-    for m in matches("cuda-calls", root):
+    calls_by_name: dict[tuple[int, str], list] = {}
+    for m in found["cuda-calls"]:
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
@@ -174,11 +234,21 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         call_matches.append((idx, call, callee))
         if callee.type == "identifier":
             calls_by_name.setdefault((idx, cst.node_text(callee)), []).append(call)
+    return call_matches, calls_by_name
+
+
+def _cuda_edges(cx: _File, found, symbols: list[Symbol], owner: _Spans):
+    """(edges, argument count per edge, receiver class per edge) of every call and launch."""
+    pointers, var_types = _pointer_vars(found, owner), _declared_types(found, owner)
+    edges: list[CallEdge] = []
+    nargs: dict[int, int] = {}  # edge index -> argument count of its call
+    receivers: dict[int, str] = {}  # edge index -> declared class of a member call's object
+    path, table = cx.path, cx.table
+    call_matches, calls_by_name = _calls(found, owner)
 
     def launch_targets(node, idx):
-        refs = _function_refs(node, pointers.get(idx, {}))
         out = []
-        for tname, tnode in refs:
+        for tname, tnode in _function_refs(node, pointers.get(idx, {})):
             if tnode.type == "identifier" and cst.node_text(tnode) == tname:
                 via_lambda = _lambda_param_refs(tnode, tname, idx, calls_by_name, pointers.get(idx, {}))
                 if via_lambda:
@@ -188,7 +258,7 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         return out
 
     for idx, call, callee in call_matches:
-        sym = symbols[idx]
+        key = symbols[idx].key
         name_node = cst.final_name_node(callee)
         if name_node is None:
             continue
@@ -196,61 +266,57 @@ def extract_cuda(upstream: str, path: str, src: bytes) -> Extracted:
         bare = cst.node_text(name_node)
         if bare in table.not_calls:
             continue
-        is_launch = any(c.type == "kernel_call_syntax" for c in call.children)
         line, col = name_node.start_point[0] + 1, name_node.start_point[1]
-        if is_launch:
+        if any(c.type == "kernel_call_syntax" for c in call.children):  # f<<<...>>>(...)
             targets = launch_targets(callee, idx) if callee.type == "identifier" else None
             if targets and [t for t, _ in targets] != [written]:
-                for tname, _ in targets:
-                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, line, col, (), "<<<>>> via " + written))
+                edges.extend(CallEdge(key, tname, LAUNCH, path, line, col, (), "<<<>>> via " + written)
+                             for tname, _ in targets)
             else:
-                edges.append(CallEdge(sym.key, written, LAUNCH, path, line, col, (), "<<<>>>"))
+                edges.append(CallEdge(key, written, LAUNCH, path, line, col, (), "<<<>>>"))
             continue
         via = None
         if callee.type == "field_expression":
-            field = callee.child_by_field_name("field")
-            via = ".template" if field is not None and field.type in ("dependent_name", "template_method") else "member"
-        edges.append(CallEdge(sym.key, written, CALL, path, line, col, (), via))
+            fld = callee.child_by_field_name("field")
+            via = ".template" if fld is not None and fld.type in ("dependent_name", "template_method") else "member"
+        edges.append(CallEdge(key, written, CALL, path, line, col, (), via))
         if via is not None:
             obj = callee.child_by_field_name("argument")
             if obj is not None and obj.type == "identifier":
                 t = var_types.get(idx, {}).get(cst.node_text(obj))
                 if t:
                     receivers[len(edges) - 1] = t
-        nargs[len(edges) - 1] = sum(1 for a in call.child_by_field_name("arguments").named_children
-                                    if a.type != "comment")
-        if bare in launchers:
-            args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
-            k = launchers[bare]
-            if k < len(args):
-                for tname, tnode in launch_targets(args[k], idx):
-                    # the column of the argument at the launch call (the site links it), even
-                    # when the name was found through a variable or a lambda parameter
-                    anode = tnode if tnode.start_byte >= call.start_byte and tnode.end_byte <= call.end_byte else args[k]
-                    edges.append(CallEdge(sym.key, tname, LAUNCH, path, anode.start_point[0] + 1,
-                                          anode.start_point[1], (), bare))
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        nargs[len(edges) - 1] = len(args)
+        k = table.launchers.get(bare)
+        if k is not None and k < len(args):
+            for tname, tnode in launch_targets(args[k], idx):
+                # the column of the argument at the launch call (the site links it), even
+                # when the name was found through a variable or a lambda parameter
+                anode = tnode if tnode.start_byte >= call.start_byte and tnode.end_byte <= call.end_byte else args[k]
+                edges.append(CallEdge(key, tname, LAUNCH, path, anode.start_point[0] + 1, anode.start_point[1],
+                                      (), bare))
+    n = len(edges)
+    return edges, tuple(nargs.get(i) for i in range(n)), tuple(receivers.get(i) for i in range(n))
 
+
+def _cuda_facts(cx: _File, found, symbols: list[Symbol], owner: _Spans) -> list[MemoryFact]:
+    """Every rule match inside a function, once per rule and line."""
     facts: list[MemoryFact] = []
     seen: set[tuple[str, int, int]] = set()
-    for node in find_fact_nodes(root):
+    for node in captured(found["facts"], "n"):
         idx = owner.owner(node.start_byte)
         if idx is None:
             continue
-        sym = symbols[idx]
         line = node.start_point[0] + 1
         for rule, detail in apply_rules(node):
             k = (rule.id, line, idx)
             if k in seen:
                 continue
             seen.add(k)
-            facts.append(MemoryFact(sym.key, rule.kind, detail, path, line, rule.id))
+            facts.append(MemoryFact(symbols[idx].key, rule.kind, detail, cx.path, line, rule.id))
     facts.sort(key=lambda f: (f.line, f.kind))
-
-    includes = tuple(cst.node_text(n) for n in captures("cuda-includes", root).get("path", []))
-    fi = FileIndex(upstream=upstream, path=path, blob="", language="cuda", symbols=tuple(symbols),
-                   edges=tuple(edges), facts=tuple(facts), includes=includes, error_nodes=len(errors))
-    return Extracted(fi, arity, tuple(nargs.get(i) for i in range(len(edges))),
-                     tuple(receivers.get(i) for i in range(len(edges))))
+    return facts
 
 
 def _arity(fn) -> tuple[int, int] | None:
@@ -345,65 +411,22 @@ def _lambda_param_refs(ident, name, idx, calls_by_name, pointers) -> list:
     return out
 
 
-def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, class_names, table, error_starts) -> Symbol | None:
+def _cuda_symbol(cx: _File, fn, body) -> Symbol | None:
     decl = _function_declarator(fn)
     if decl is None:
         return None
     dname = decl.child_by_field_name("declarator")
     if dname is None:
         return None
-    scopes: list[str] = []
-    anonymous = False
-    in_class = False
-    templates: list = []
-    p = fn.parent
-    child = fn
-    seen_ns_or_class = False
-    while p is not None:
-        t = p.type
-        if t == "template_declaration" and not seen_ns_or_class and (
-                child is fn or child.type == "template_declaration"):
-            templates.append(p)  # the chain of heads directly wrapping this definition
-        elif t == "namespace_definition":
-            seen_ns_or_class = True  # namespaces themselves come from ns_ranges (text)
-        elif t in _CLASS_TYPES:
-            seen_ns_or_class = True
-            nm = _scope_name(p)
-            if nm is not None:
-                scopes[:0] = _split_scope(nm)[-1:]
-            in_class = True
-        elif t == "compound_statement" and not seen_ns_or_class:
-            # nested in a body, not in a local class: the grammar misreading a macro call
-            # followed by a block (`DISPATCH(...) { ... }`), not a definition
-            return None
-        child = p
-        p = p.parent
-
-    # Namespaces by brace matching over the text (robust to ERROR nodes), outermost first.
-    ns_names = []
-    for lo, hi, nm in ns_ranges:
-        if lo < fn.start_byte < hi:
-            if nm is None:
-                anonymous = True
-            else:
-                ns_names.extend(ns_macros.get(x, x) for x in _split_scope(nm))
-    scopes[:0] = ns_names
-    written = cst.text_without_template_args(dname) if dname.type != "operator_name" else cst.collapse(
-        cst.node_text(dname))
-    if dname.type == "destructor_name" or dname.type == "operator_name":
-        written = cst.collapse(cst.node_text(dname)).replace(" ", "")
-    definer = table.definers.get(written) if dname.type == "identifier" else None
-    definer_template = None
-    if definer is not None:
-        params = decl.child_by_field_name("parameters")
-        args = [cst.collapse(cst.node_text(a)) for a in (params.named_children if params is not None else [])
-                if a.type != "comment"]
-        k = int(definer.get("name", 0))
-        if k >= len(args):
-            return None
-        written = args[k]
-        rest = ", ".join(a for i, a in enumerate(args) if i != k)
-        definer_template = str(definer.get("template", "{rest}")).format(rest=rest) if "template" in definer else None
+    enclosing = _enclosing(fn)
+    if enclosing is None:
+        return None
+    templates, class_scopes, in_class = enclosing
+    ns_names, anonymous = _namespaces(cx, fn)
+    named = _written_name(cx, decl, dname)
+    if named is None:
+        return None
+    written, definer, definer_template = named
     parts = _split_scope(written) if "::" in written and dname.type == "qualified_identifier" else [written]
     name = parts[-1]
     if name.startswith("operator"):
@@ -413,64 +436,141 @@ def _cuda_symbol(upstream, path, src, text, fn, body, ns_macros, ns_ranges, clas
     if outer and not in_class:
         last = outer[-1]
         scope_node = dname.child_by_field_name("scope") if dname.type == "qualified_identifier" else None
-        if (last in class_names or (scope_node is not None and scope_node.type == "template_type")
+        if (last in cx.class_names or (scope_node is not None and scope_node.type == "template_type")
                 or name == last or name.startswith("~")):
             is_method = True
-    qualified = "::".join([*scopes, *outer, name])
+    head_start = _head_start(cx, fn)
+    quals = _qualifiers(cx, cx.src[head_start:decl.start_byte].decode("utf-8", "replace"), definer)
+    src = cx.src
+    body_text = src[body.start_byte:body.end_byte].decode("utf-8", "replace")
+    lo = bisect.bisect_left(cx.error_starts, fn.start_byte)
+    hi = bisect.bisect_left(cx.error_starts, fn.end_byte)
+    return Symbol(
+        upstream=cx.upstream, path=cx.path, name=name, qualified_name="::".join([*ns_names, *class_scopes, *outer, name]),
+        kind=_kind(quals, is_method), signature=cst.collapse(src[head_start:body.start_byte].decode("utf-8", "replace")),
+        template_params=_template_params(src, templates, definer_template),
+        start_line=templates[-1].start_point[0] + 1 if templates else cx.lines.line_of(head_start),
+        end_line=fn.end_point[0] + 1, body_start_line=body.start_point[0] + 1,
+        fingerprint=fingerprint(body_text, "cuda"), anonymous_namespace=anonymous, is_cuda_qualified=tuple(quals),
+        parse_errors=hi - lo,
+    )
 
-    # Blanked macros in front of the head (`FLASHINFER_INLINE void f()` parses as starting at
-    # `void`) belong to it: take the original text back to the previous token of the parsed text.
+
+def _enclosing(fn) -> tuple[list, list[str], bool] | None:
+    """(the template heads directly wrapping the definition, innermost first; the enclosing
+    classes, outermost first; whether it is defined in a class), or None for a definition nested
+    in a body outside a local class: the grammar misreading a macro call followed by a block
+    (`DISPATCH(...) { ... }`), not a definition."""
+    class_scopes: list[str] = []
+    in_class = False
+    templates: list = []
+    p, child = fn.parent, fn
+    seen_ns_or_class = False
+    while p is not None:
+        t = p.type
+        if t == "template_declaration" and not seen_ns_or_class and (
+                child is fn or child.type == "template_declaration"):
+            templates.append(p)
+        elif t == "namespace_definition":
+            seen_ns_or_class = True  # namespaces themselves come from ns_ranges (text)
+        elif t in _CLASS_TYPES:
+            seen_ns_or_class = True
+            nm = _scope_name(p)
+            if nm is not None:
+                class_scopes[:0] = _split_scope(nm)[-1:]
+            in_class = True
+        elif t == "compound_statement" and not seen_ns_or_class:
+            return None
+        child, p = p, p.parent
+    return templates, class_scopes, in_class
+
+
+def _namespaces(cx: _File, fn) -> tuple[list[str], bool]:
+    """Namespaces by brace matching over the text (robust to ERROR nodes), outermost first, and
+    whether one of them is anonymous."""
+    names, anonymous = [], False
+    for lo, hi, nm in cx.ns_ranges:
+        if lo < fn.start_byte < hi:
+            if nm is None:
+                anonymous = True
+            else:
+                names.extend(cx.ns_macros.get(x, x) for x in _split_scope(nm))
+    return names, anonymous
+
+
+def _written_name(cx: _File, decl, dname) -> tuple[str, dict | None, str | None] | None:
+    """(the name as written, without template arguments; the definer macro it came from, if
+    any; that macro's template parameters), or None for a definer call short of arguments."""
+    written = cst.text_without_template_args(dname) if dname.type != "operator_name" else cst.collapse(
+        cst.node_text(dname))
+    if dname.type == "destructor_name" or dname.type == "operator_name":
+        written = cst.collapse(cst.node_text(dname)).replace(" ", "")
+    definer = cx.table.definers.get(written) if dname.type == "identifier" else None
+    if definer is None:
+        return written, None, None
+    params = decl.child_by_field_name("parameters")
+    args = [cst.collapse(cst.node_text(a)) for a in (params.named_children if params is not None else [])
+            if a.type != "comment"]
+    k = int(definer.get("name", 0))
+    if k >= len(args):
+        return None
+    rest = ", ".join(a for i, a in enumerate(args) if i != k)
+    template = str(definer.get("template", "{rest}")).format(rest=rest) if "template" in definer else None
+    return args[k], definer, template
+
+
+def _head_start(cx: _File, fn) -> int:
+    """Blanked macros in front of the head (`FLASHINFER_INLINE void f()` parses as starting at
+    `void`) belong to it: the original text back to the previous token of the parsed text."""
     head_start = fn.start_byte
-    while head_start > 0 and text[head_start - 1] in b" \t\r\n":
+    while head_start > 0 and cx.text[head_start - 1] in b" \t\r\n":
         head_start -= 1
-    while head_start < fn.start_byte and src[head_start] in b" \t\r\n":
+    while head_start < fn.start_byte and cx.src[head_start] in b" \t\r\n":
         head_start += 1
-    head = src[head_start:decl.start_byte].decode("utf-8", "replace")
+    return head_start
+
+
+def _qualifiers(cx: _File, head: str, definer: dict | None) -> list[str]:
+    """CUDA qualifiers of a head: written, hidden in a listed macro, or given by the definer."""
     quals: list[str] = []
     for q in _QUAL_RE.findall(head):
         if q not in quals:
             quals.append(q)
     for tok in re.findall(r"\b[A-Z][A-Z0-9_]+\b", head):
-        for q in table.qualifiers.get(tok, ()):
+        for q in cx.table.qualifiers.get(tok, ()):
             if q not in quals:
                 quals.append(q)
     for q in (definer or {}).get("qualifiers", ()):
         if q not in quals:
             quals.append(q)
-    if "__global__" in quals:
-        kind = KERNEL
-    elif is_method:
-        kind = METHOD
-    elif "__device__" in quals and "__host__" in quals:
-        kind = HOST_DEVICE
-    elif "__device__" in quals:
-        kind = DEVICE
-    else:
-        kind = HOST
+    return quals
 
-    start_line = templates[-1].start_point[0] + 1 if templates else src.count(b"\n", 0, head_start) + 1
+
+def _kind(quals: list[str], is_method: bool) -> str:
+    if "__global__" in quals:
+        return KERNEL
+    if is_method:
+        return METHOD
+    if "__device__" in quals and "__host__" in quals:
+        return HOST_DEVICE
+    if "__device__" in quals:
+        return DEVICE
+    return HOST
+
+
+def _template_params(src: bytes, templates: list, definer_template: str | None) -> str | None:
+    """The parameters of the template heads, outermost first, joined by '; '."""
     tparams = None
     if templates:
         plist = []
         for tnode in reversed(templates):
             pl = tnode.child_by_field_name("parameters")
             if pl is not None:
-                inner = cst.collapse(src[pl.start_byte + 1:pl.end_byte - 1].decode("utf-8", "replace"))
-                plist.append(inner)
+                plist.append(cst.collapse(src[pl.start_byte + 1:pl.end_byte - 1].decode("utf-8", "replace")))
         tparams = "; ".join(plist)
     if definer_template:
         tparams = "; ".join([*(tparams.split("; ") if tparams else []), definer_template])
-    signature = cst.collapse(src[head_start:body.start_byte].decode("utf-8", "replace"))
-    body_text = src[body.start_byte:body.end_byte].decode("utf-8", "replace")
-    lo = bisect.bisect_left(error_starts, fn.start_byte)
-    hi = bisect.bisect_left(error_starts, fn.end_byte)
-    return Symbol(
-        upstream=upstream, path=path, name=name, qualified_name=qualified, kind=kind,
-        signature=signature, template_params=tparams,
-        start_line=start_line, end_line=fn.end_point[0] + 1,
-        body_start_line=body.start_point[0] + 1, fingerprint=fingerprint(body_text, "cuda"),
-        anonymous_namespace=anonymous, is_cuda_qualified=tuple(quals), parse_errors=hi - lo,
-    )
+    return tparams
 
 
 # ---- Python ----------------------------------------------------------------------------------
@@ -483,13 +583,15 @@ def python_module(path: str) -> str:
     return ".".join(parts)
 
 
-def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
+def extract_python(upstream: str, path: str, src: bytes) -> Extracted:
     tree = parser("python").parse(src)
     root = tree.root_node
     module = python_module(path)
     symbols: list[Symbol] = []
     spans = []
-    for m in matches("python-functions", root):
+    heads = []
+    found = run_queries("python", root, _PYTHON_QUERIES)
+    for m in found["python-functions"]:
         fn, body, name_node = m["function"][0], m["body"][0], m["name"][0]
         names = [cst.node_text(name_node)]
         p = fn.parent
@@ -509,10 +611,11 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
             fingerprint=fingerprint(src[body.start_byte:body.end_byte].decode("utf-8", "replace"), "python"),
         )
         spans.append((body.start_byte, body.end_byte, len(symbols)))
+        heads.append((fn.start_byte, body.start_byte, len(symbols)))
         symbols.append(sym)
-    owner = _Spans(spans)
+    owner = _Spans(spans, heads)
     edges = []
-    for m in matches("python-calls", root):
+    for m in found["python-calls"]:
         call, callee = m["call"][0], m["callee"][0]
         idx = owner.owner(call.start_byte)
         if idx is None:
@@ -526,7 +629,10 @@ def extract_python(upstream: str, path: str, src: bytes) -> FileIndex:
         written = cst.collapse(cst.node_text(callee))[:200]
         edges.append(CallEdge(symbols[idx].key, written, CALL, path, nm.start_point[0] + 1, nm.start_point[1],
                               (), via))
-    imports = tuple(cst.node_text(n) for n in captures("python-imports", root).get("module", []))
-    return FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
-                     edges=tuple(edges), facts=(), includes=imports,
-                     error_nodes=len(captures("python-errors", root).get("error", [])))
+    imports = tuple(cst.node_text(n) for n in captured(found["python-imports"], "module"))
+    fi = FileIndex(upstream=upstream, path=path, blob="", language="python", symbols=tuple(symbols),
+                   edges=tuple(edges), facts=(), includes=imports,
+                   error_nodes=len(captured(found["python-errors"], "error")),
+                   types=tuple(xt.python_classes(upstream, path, src, found, module,
+                                                     xt.MethodBodies((a, b) for a, b, _ in spans))))
+    return Extracted(fi, mentions=xt.python_mentions(found, symbols, owner))

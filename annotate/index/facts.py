@@ -91,6 +91,12 @@ def _ts_regex(rx: str) -> str:
 def fact_query(table: tuple[Rule, ...] | None = None):
     from tree_sitter import Query
 
+    return Query(ts_language("cuda"), fact_query_source(table))
+
+
+@functools.cache
+def fact_query_source(table: tuple[Rule, ...] | None = None) -> str:
+    """One pattern per node type the rules name, capturing the node as @n."""
     by_type = rules_by_type(table)
     patterns = []
     for t, rs in sorted(by_type.items()):
@@ -99,40 +105,94 @@ def fact_query(table: tuple[Rule, ...] | None = None):
             patterns.append(f'(({t}) @n (#match? @n "{rx}"))' if rx else f"({t}) @n")
         else:
             patterns.append(f"({t}) @n")
-    return Query(ts_language("cuda"), "\n".join(patterns))
+    return "\n".join(patterns)
 
 
-def node_fields(node) -> dict[str, str]:
-    f = {k: "" for k in FIELDS}
-    f["text"] = collapse(node_text(node)[: _MAX_TEXT * 2])[:_MAX_TEXT]
+def _field(node, key: str, text: str | None) -> str:
+    """One field of a node (`text` is the node's text field, passed when already known)."""
+    if key == "text":
+        return collapse(node_text(node)[: _MAX_TEXT * 2])[:_MAX_TEXT]
     if node.type == "call_expression":
+        if key == "args":
+            args = node.child_by_field_name("arguments")
+            return collapse(node_text(args))[:_MAX_TEXT] if args is not None else ""
         fn = node.child_by_field_name("function")
-        if fn is not None:
+        if fn is None or key == "ptx":
+            return ""
+        if key == "callee":
             callee = text_without_template_args(fn)[:200]
             head, sep, rest = callee.partition("::")
             if sep and head in macro_table().namespaces:  # FLASH_NAMESPACE::copy -> flash::copy
                 callee = macro_table().namespaces[head] + "::" + rest
-            f["callee"] = callee
+            return callee
+        if key == "name":
             nm = final_name_node(fn)
-            f["name"] = node_text(nm) if nm is not None else ""
-            ta = template_args_of(fn)
-            f["targs"] = collapse(node_text(ta))[1:-1].strip() if ta is not None else ""
-        args = node.child_by_field_name("arguments")
-        f["args"] = collapse(node_text(args))[:_MAX_TEXT] if args is not None else ""
-    elif node.type == "gnu_asm_expression":
+            return node_text(nm) if nm is not None else ""
+        ta = template_args_of(fn)  # targs
+        return collapse(node_text(ta))[1:-1].strip() if ta is not None else ""
+    if node.type == "gnu_asm_expression" and key == "ptx":
         code = node.child_by_field_name("assembly_code")
-        body = node_text(code) if code is not None else f["text"]
+        body = node_text(code) if code is not None else text
         seen: list[str] = []
         for m in _PTX_MNEMONIC.finditer(body.replace("\\n", "\n").replace("\\t", " ")):
             if m.group(1) not in seen:
                 seen.append(m.group(1))
-        f["ptx"] = "; ".join(seen)
-    return f
+        return "; ".join(seen)
+    return ""
 
 
-class _Safe(dict):
-    def __missing__(self, key):
-        return ""
+class _Fields(dict):
+    """A node's fields (FIELDS), each computed when a rule first reads it: most candidate nodes
+    fail their rules on the first field, so the costly ones (a callee without template
+    arguments, a collapsed argument list) are rarely needed."""
+
+    def __init__(self, node):
+        super().__init__()
+        self.node = node
+
+    def __missing__(self, key: str) -> str:
+        if key not in FIELDS:
+            return ""
+        value = self[key] = _field(self.node, key, self["text"] if key == "ptx" else None)
+        return value
+
+
+def node_fields(node) -> dict[str, str]:
+    """Every field of a node (the rules' view of it)."""
+    f = _Fields(node)
+    return {k: f[k] for k in FIELDS}
+
+
+class _Detail(dict):
+    """The values a rule's detail template sees: the node's fields, `m`, and "" for the rest."""
+
+    def __init__(self, fields: _Fields, m_text: str):
+        super().__init__(text=fields["text"][:100], m=m_text)
+        self.fields = fields
+
+    def __missing__(self, key: str) -> str:
+        return self.fields[key]
+
+
+@functools.cache
+def _prefilters(table: tuple[Rule, ...] | None = None) -> dict[str, dict[str, re.Pattern]]:
+    """node type -> field -> one regex matching wherever any of the type's rules that test
+    that field first would: a node whose field it misses fails all of them, so they are skipped
+    without testing each (a call_expression meets 25 rules, and almost always fails them all)."""
+    out: dict[str, dict[str, re.Pattern]] = {}
+    for t, rs in rules_by_type(table).items():
+        by_field: dict[str, list[str]] = {}
+        for r in rs:
+            by_field.setdefault(r.match[0][0], []).append(_NAMED_GROUP.sub("(?:", r.match[0][1].pattern))
+        for fld, pats in by_field.items():
+            try:
+                out.setdefault(t, {})[fld] = re.compile("|".join(f"(?:{p})" for p in pats))
+            except re.error:  # a pattern that does not combine is tested on its own
+                pass
+    return out
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 def apply_rules(node, table: tuple[Rule, ...] | None = None):
@@ -140,8 +200,17 @@ def apply_rules(node, table: tuple[Rule, ...] | None = None):
     rs = rules_by_type(table).get(node.type)
     if not rs:
         return
-    fields = node_fields(node)
+    fields = _Fields(node)
+    pre = _prefilters(table).get(node.type, {})
+    passed: dict[str, bool] = {}
     for r in rs:
+        fld0 = r.match[0][0]
+        if fld0 in pre:
+            ok = passed.get(fld0)
+            if ok is None:
+                ok = passed[fld0] = pre[fld0].search(fields[fld0]) is not None
+            if not ok:
+                continue
         first = named = None
         for fld, rx in r.match:
             m = rx.search(fields[fld])
@@ -152,14 +221,5 @@ def apply_rules(node, table: tuple[Rule, ...] | None = None):
                 named = m
         else:
             m_text = named.group("m") if named is not None else (first.group(0) if first is not None else "")
-            values = _Safe(fields)
-            values["text"] = fields["text"][:100]
-            values["m"] = m_text
-            yield r, r.detail.format_map(values)[:200]
+            yield r, r.detail.format_map(_Detail(fields, m_text))[:200]
 
-
-def find_fact_nodes(root, table: tuple[Rule, ...] | None = None) -> list:
-    from tree_sitter import QueryCursor
-
-    caps = QueryCursor(fact_query(table)).captures(root)
-    return caps.get("n", [])

@@ -25,6 +25,8 @@ _SPACE_NEXT_TO_PUNCT = re.compile(r" (?=\W)|(?<=\W) ")
 
 
 def strip_comments(text: str, language: str) -> str:
+    if ("#" if language == "python" else "/") not in text:
+        return text  # no comment can start here: strings and chars are kept as they are anyway
     pattern = _PY_TOKENS if language == "python" else _C_TOKENS
 
     def keep(m: re.Match) -> str:

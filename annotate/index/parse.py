@@ -21,19 +21,6 @@ MACROS_FILE = HERE / "macros.yaml"
 # Bump when the extractor's output changes for the same input; cached entries then miss.
 EXTRACTOR_VERSION = "1"
 
-CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".cxx", ".hh", ".inl")
-PYTHON_SUFFIXES = (".py",)
-
-
-def language_of(path: str) -> str | None:
-    p = path.lower()
-    if p.endswith(CUDA_SUFFIXES):
-        return "cuda"
-    if p.endswith(PYTHON_SUFFIXES):
-        return "python"
-    return None
-
-
 @functools.cache
 def ts_language(language: str):
     from tree_sitter import Language
@@ -67,16 +54,45 @@ def query(name: str):
     return Query(ts_language(language), (QUERIES_DIR / f"{name}.scm").read_text(encoding="utf-8"))
 
 
-def captures(name: str, node) -> dict[str, list]:
+def in_document_order(nodes: list) -> list:
+    """Captured nodes sorted by position (outer before inner at one start). tree-sitter's
+    `captures()` lists them in an order that varies from call to call, which made the include
+    list and the choice among same-line facts differ between two builds of the same tree."""
+    return sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte, n.type))
+
+
+@functools.cache
+def combined_query(language: str, names: tuple[str, ...], extra: tuple[tuple[str, str], ...]):
+    """One query made of several (`queries/<name>.scm` and (name, source) pairs), and the name
+    each of its patterns came from."""
+    from tree_sitter import Query
+
+    sources = [(n, (QUERIES_DIR / f"{n}.scm").read_text(encoding="utf-8")) for n in names] + list(extra)
+    owner: list[str] = []
+    for n, text in sources:
+        owner += [n] * Query(ts_language(language), text).pattern_count
+    return Query(ts_language(language), "\n".join(text for _, text in sources)), tuple(owner)
+
+
+def run_queries(language: str, node, names: tuple[str, ...], extra: tuple[tuple[str, str], ...] = ()
+                ) -> dict[str, list[dict[str, list]]]:
+    """The matches of several queries from one walk over the tree (each query separately walks
+    it again): name -> its matches, in the order the query alone gives them."""
     from tree_sitter import QueryCursor
 
-    return QueryCursor(query(name)).captures(node)
+    q, owner = combined_query(language, names, extra)
+    out: dict[str, list[dict[str, list]]] = {n: [] for n in owner}
+    cursor = QueryCursor(q)
+    for idx, m in cursor.matches(node):
+        out[owner[idx]].append(m)
+    if cursor.did_exceed_match_limit:  # never seen; matches would be missing, so say so
+        raise RuntimeError("tree-sitter query match limit exceeded")
+    return out
 
 
-def matches(name: str, node) -> list[dict[str, list]]:
-    from tree_sitter import QueryCursor
-
-    return [m for _, m in QueryCursor(query(name)).matches(node)]
+def captured(found: list[dict[str, list]], name: str) -> list:
+    """The nodes captured as `name` over a query's matches, in document order."""
+    return in_document_order([n for m in found for n in m.get(name, ())])
 
 
 # ---- macros -------------------------------------------------------------------------------
@@ -124,7 +140,7 @@ def blank_macros(src: bytes, table: MacroTable | None = None) -> tuple[bytes, in
         end = m.end()
         if table.blank.get(m.group(1).decode(), False):
             end = _balanced_args_end(src, end)
-        buf[m.start():end] = _NOT_NEWLINE.sub(b" ", src[m.start():end])
+        buf[m.start():end] = _blank(src[m.start():end])
         count += 1
     return bytes(buf), count
 
@@ -149,18 +165,34 @@ def _balanced_args_end(src: bytes, pos: int) -> int:
 
 # ---- the version of everything that decides the output -------------------------------------
 
+def _dist_version(dist: str) -> str | None:
+    """An installed distribution's version, read from its dist-info directory's name beside the
+    package (importing importlib.metadata alone costs a warm command ~80 ms), else from
+    importlib.metadata; None when it is not installed."""
+    import importlib.util
+
+    mod = dist.replace("-", "_")
+    spec = importlib.util.find_spec(mod)
+    if spec is not None and spec.origin:
+        hits = list(Path(spec.origin).parent.parent.glob(f"{mod}-*.dist-info"))
+        if len(hits) == 1:
+            return hits[0].name[len(mod) + 1: -len(".dist-info")]
+    import importlib.metadata as md
+
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
 @functools.cache
 def tool_version() -> str:
     """Hash of the extractor version, grammar versions, queries, macro table and rules: a
     cached per-file result is reused only when all of them are unchanged."""
-    import importlib.metadata as md
-
     h = hashlib.sha256(EXTRACTOR_VERSION.encode())
     for dist in ("tree-sitter", "tree-sitter-cuda", "tree-sitter-python"):
-        try:
-            h.update(f"{dist}={md.version(dist)}".encode())
-        except md.PackageNotFoundError:
-            h.update(dist.encode())
+        v = _dist_version(dist)
+        h.update(f"{dist}={v}".encode() if v else dist.encode())
     for p in [*query_files(), MACROS_FILE, RULES_FILE]:
         h.update(p.name.encode())
         h.update(p.read_bytes() if p.exists() else b"")
@@ -174,13 +206,26 @@ def resolve_version() -> str:
     """Version of the cross-file step: a resolved snapshot is reused only when it is unchanged."""
     h = hashlib.sha256(tool_version().encode())
     h.update((HERE / "resolve.py").read_bytes())
+    h.update((HERE / "uses.py").read_bytes())
     return h.hexdigest()[:16]
 
 
 # ---- preprocessor conditionals with unbalanced braces -------------------------------------
 
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
-_NOT_NEWLINE = re.compile(rb"[^\n\r]")
+# every byte but line breaks -> a space (bytes.translate: no regex, no callback per byte run)
+_BLANK = bytes(b if b in b"\n\r" else 0x20 for b in range(256))
+
+
+def _blank(data: bytes) -> bytes:
+    return data.translate(_BLANK)
+
+
+def _blank_match(m: re.Match) -> bytes:
+    return m.group(0).translate(_BLANK)
+
+
+_DIRECTIVE_LINE = re.compile(rb"^[ \t]*#[^\n]*", re.M)
 _CODE_SKIP = re.compile(
     rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
 
@@ -188,7 +233,7 @@ _CODE_SKIP = re.compile(
 def _brace_balance_per_line(src: bytes) -> list[tuple[int, int]]:
     """({ minus }, ( minus )) per line, ignoring comments, strings, char literals and
     preprocessor lines (with their continuations): a `#define X {` is no code brace."""
-    skip = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), src)
+    skip = _CODE_SKIP.sub(_blank_match, src)
     out = []
     in_directive = False
     for line in skip.split(b"\n"):
@@ -257,7 +302,7 @@ def blank_unbalanced_conditionals(src: bytes) -> tuple[bytes, int]:
     buf = bytearray(src)
     for a, b in blank_ranges:
         lo, hi = offsets[a], min(offsets[b + 1] - 1, len(buf))
-        buf[lo:hi] = _NOT_NEWLINE.sub(b" ", bytes(buf[lo:hi]))
+        buf[lo:hi] = _blank(bytes(buf[lo:hi]))
     return bytes(buf), groups
 
 
@@ -276,8 +321,8 @@ def namespace_ranges(text: bytes) -> list[tuple[int, int, str | None]]:
     """(open brace, close brace, name or None if anonymous) of every namespace block, found by
     brace matching over the text with comments and strings blanked. Independent of the parse
     tree, so a namespace stays right where tree-sitter closes it early after an ERROR."""
-    clean = _CODE_SKIP.sub(lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), text)
-    clean = re.sub(rb"^[ \t]*#[^\n]*", lambda m: _NOT_NEWLINE.sub(b" ", m.group(0)), clean, flags=re.M)
+    clean = _CODE_SKIP.sub(_blank_match, text)
+    clean = _DIRECTIVE_LINE.sub(_blank_match, clean)
     stack: list[tuple[int, str | None, bool]] = []
     out = []
     for m in _NS_OR_BRACE.finditer(clean):

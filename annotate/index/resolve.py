@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import replace
 
-from annotate.index.model import LAUNCH, KERNEL, METHOD, CallEdge, FileIndex, Symbol
+from annotate.index.model import KERNEL, LAUNCH, METHOD, CallEdge, FileIndex, Symbol, bare_name
 from annotate.index.parse import macro_table
 
 # Namespaces that never hold a definition of the upstream: a call qualified by one stays unresolved.
@@ -67,10 +67,32 @@ def python_imports(files: dict[str, FileIndex], fi: FileIndex) -> tuple[str, ...
     return tuple(dict.fromkeys(out))
 
 
-def _bare(callee: str) -> str:
-    for sep in ("::", "->", "."):
-        callee = callee.rsplit(sep, 1)[-1]
-    return callee.strip()
+def include_closure(includes: dict[str, tuple[str, ...]]):
+    """A function: path -> the files its #includes (Python: imports) reach, itself included
+    (memoised; `includes` maps each path to the paths it includes directly)."""
+    closure_memo: dict[str, frozenset[str]] = {}
+
+    def closure(p: str) -> frozenset[str]:
+        got = closure_memo.get(p)
+        if got is not None:
+            return got
+        seen = {p}
+        stack = [p]
+        while stack:
+            q = stack.pop()
+            for r in includes.get(q, ()):
+                if r not in seen:
+                    cached = closure_memo.get(r)
+                    if cached is not None:
+                        seen |= cached
+                    else:
+                        seen.add(r)
+                        stack.append(r)
+        got = frozenset(seen)
+        closure_memo[p] = got
+        return got
+
+    return closure
 
 
 def _scope_of(qualified: str, python: bool) -> str:
@@ -96,27 +118,7 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
             res = (resolver.resolve(p, raw) for raw in fi.includes)
             includes[p] = tuple(dict.fromkeys(r for r in res if r and r != p))
 
-    closure_memo: dict[str, frozenset[str]] = {}
-
-    def closure(p: str) -> frozenset[str]:
-        got = closure_memo.get(p)
-        if got is not None:
-            return got
-        seen = {p}
-        stack = [p]
-        while stack:
-            q = stack.pop()
-            for r in includes.get(q, ()):
-                if r not in seen:
-                    cached = closure_memo.get(r)
-                    if cached is not None:
-                        seen |= cached
-                    else:
-                        seen.add(r)
-                        stack.append(r)
-        got = frozenset(seen)
-        closure_memo[p] = got
-        return got
+    closure = include_closure(includes)
 
     by_name: dict[tuple[bool, str], list[Symbol]] = {}
     by_key: dict[str, Symbol] = {}
@@ -142,7 +144,7 @@ def resolve_upstream(files: dict[str, FileIndex], arity: dict[str, tuple[int, in
         recv = receivers.get(p, ())
         for i, e in enumerate(fi.edges):
             caller = by_key.get(e.caller)
-            bare = _bare(e.callee_name)
+            bare = bare_name(e.callee_name)
             cands = by_name.get((py, bare), ())
             if py and not cands and bare[:1].isupper():
                 cands = inits.get(bare, ())

@@ -9,24 +9,27 @@ traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import posixpath
+import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from annotate.config import Config
 from annotate.errors import AnnotateError, Diagnostic
+from annotate.index.model import SOURCE_SUFFIXES, MacroDef, bare_name, split_key
 from annotate.notes import model as M
 from annotate.notes.anchors import compact, find_anchor, nearest_line
+from annotate.notes.policy import Policy, missing_languages
 from annotate.yamlpos import Loaded, YamlProblem, decode, load_yaml, read_bytes
 
 SCHEMA_LINE_PREFIX = "# yaml-language-server: $schema="
 COURSES_DIR = "courses"
 TODO = "TODO"  # placeholder text written by `annotate new`
-SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py", ".inl")
 
 # Per-function outcome in a check: what the summary line counts.
 OUT_OK, OUT_STALE, OUT_BROKEN = "ok", "stale", "broken"
@@ -70,21 +73,16 @@ def annotation_file_for(root: Path, upstream: str, path: str) -> Path:
     return root / upstream / f"{path}.yaml"
 
 
-# ---- index access that tolerates both "None" and "raises" for absent things -----------
-
-def _safe(fn: Callable, *args, default=None):
-    try:
-        return fn(*args)
-    except Exception:
-        return default
-
-
-def _bare(name: str) -> str:
-    return name.split("::")[-1]
-
-
 def _sig_matches(wanted: str, sym) -> bool:
     return compact(wanted) in compact(sym.signature or "")
+
+
+def signature_matches(wanted: str, d, index) -> bool:
+    """Whether an entry's `signature:` picks definition `d`: a piece of a function's or a type's
+    head, or of a macro's whole `#define` (its name and parameters are the same in every `#if`
+    branch; the replacement text tells them apart). Whitespace is ignored."""
+    head = index.text_of(d) if isinstance(d, MacroDef) else d.signature
+    return compact(wanted) in compact(head or "")
 
 
 def check_upstream_path(upstream: str, path: str) -> str | None:
@@ -105,18 +103,33 @@ def check_upstream_path(upstream: str, path: str) -> str | None:
 
 # ---- results ---------------------------------------------------------------------------
 
+# The sections of an annotation file that hold entries: (key, the kind of its entries, what its
+# keys are), in the order they are read.
+SECTIONS = (("functions", "function", "qualified names"), ("types", "type", "qualified names"),
+            ("macros", "macro", "macro names"))
+SECTION_NAMES = tuple(s for s, _, _ in SECTIONS)
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """What the check counts for one function entry."""
+    """What the check counts for one entry (a function's, a type's or a macro's)."""
 
     file: str
     name: str
     outcome: str  # OUT_OK | OUT_STALE | OUT_BROKEN | OUT_UNCHECKED
-    note: M.FunctionNote | None = None
+    note: M.FunctionNote | M.TypeNote | M.MacroNote | None = None
+    kind: str = "function"  # "function" | "type" | "macro": the section of the entry
 
 
-# (yaml file, key of the function's entry, current fingerprint, body text) for --refresh
-Refreshable = tuple[Path, str, str, str]
+class Refreshable(NamedTuple):
+    """A fingerprint `--refresh` may write: into which file, at which entry, and the text it
+    stands for (kept in the body store, so a later stale warning can show the diff)."""
+
+    yaml_file: Path
+    key: str  # the entry's key as written (with any `@label`)
+    fingerprint: str  # the definition's fingerprint now
+    text: str  # the definition's text now
+    section: str = "functions"  # or "types", "macros"
 
 
 @dataclass(frozen=True)
@@ -129,10 +142,12 @@ class LoadResult:
 @dataclass
 class Options:
     root: Path | None = None  # annotations root; default config.annotations_dir
-    stale_detail: Callable | None = None  # (note_fields..., sym) -> str | None (diff text)
+    # (upstream, path, name, old fingerprint, definition, its text now, kind=) -> diff text or None
+    stale_detail: Callable | None = None
     check_schema_line: bool = True
     known_harnesses: set[str] | None = None
     only: list[Path] | None = None  # check just these files (course maps are always read)
+    policy: Policy | None = None  # the language policy to report on (annotate check); None: no report
 
 
 @dataclass(frozen=True)
@@ -153,26 +168,13 @@ def _text(v: Any) -> M.Text | None:
 
 
 class _Session:
-    """One load: the inputs, and what is worth asking the index (or the fetch stage) only once."""
+    """One load: the inputs, and what is worth asking the pin file or the fetch stage only once.
+    The index is asked directly, under its rule for absent things (annotate.index.model.IndexView)."""
 
     def __init__(self, config: Config, index, root: Path, opts: Options):
         self.config, self.index, self.root, self.opts = config, index, root, opts
-        self._paths: dict[str, list[str]] = {}
         self._absent: dict[str, frozenset[str]] = {}
         self._pins: list[str] | None = None
-
-    def paths(self, upstream: str) -> list[str]:
-        """Paths of the indexed files of `upstream` (asked once: asking the index about a missing
-        file can be costly, it computes nearest-name hints)."""
-        if upstream not in self._paths:
-            self._paths[upstream] = [f.path for f in (_safe(self.index.files, upstream, default=[]) or [])]
-        return self._paths[upstream]
-
-    def has_file(self, upstream: str, path: str) -> bool:
-        return path in set(self.paths(upstream))
-
-    def upstreams(self) -> list[str]:
-        return list(_safe(self.index.upstreams, default=[]) or [])
 
     def pins(self) -> list[str]:
         if self._pins is None:
@@ -309,6 +311,13 @@ def _pos(loaded, path, key=False):
     return (p[0], p[1]) if p else (None, None)
 
 
+def _languages(s: "_Session", doc, loaded, disp: str, prefix: tuple = ()) -> list[Diagnostic]:
+    """The language policy's warnings for one validated document (or entry), when checking."""
+    if s.opts.policy is None:
+        return []
+    return missing_languages(doc, s.opts.policy, lambda path: _pos(loaded, path), disp, prefix)
+
+
 # ---- one annotation file -----------------------------------------------------------------
 
 def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.AnnotationFile:
@@ -323,7 +332,7 @@ def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.Annotation
     if loaded is None:
         got.outcomes.append(Outcome(disp, "(file)", OUT_BROKEN))
         return M.AnnotationFile(file=disp, upstream=None, path=None, diagnostics=tuple(diags))
-    head_doc, funcs_raw = _file_head(loaded, disp, diags)
+    head_doc, raw_sections = _file_head(loaded, disp, diags)
     data = loaded.data
     upstream = head_doc.upstream if head_doc else (data.get("upstream") if isinstance(data.get("upstream"), str) else None)
     path = head_doc.path if head_doc else (data.get("path") if isinstance(data.get("path"), str) else None)
@@ -333,17 +342,26 @@ def _load_file(s: _Session, p: Path, disp: str, got: _Collected) -> M.Annotation
         source_ok, unchecked, more = _source_check(s, loaded, disp, upstream, path)
         diags.extend(more)
     where = _Where(s, loaded, disp, p, upstream, path, source_ok)
-    notes = _load_entries(where, funcs_raw, unchecked, diags, got)
-    diags.extend(_duplicate_entries(notes, disp))
+    if head_doc is not None:
+        diags.extend(_languages(s, head_doc, loaded, disp))
+    from annotate.notes.typenotes import load_macro, load_type
+
+    loaders = {"functions": _load_function, "types": load_type, "macros": load_macro}
+    entries: dict[str, tuple] = {}
+    for section, kind, _what in SECTIONS:
+        notes = _load_entries(where, raw_sections[section], unchecked, diags, got, section, kind, loaders[section])
+        diags.extend(_duplicate_entries(notes, disp))
+        entries[section] = tuple(notes)
     diags.sort(key=lambda d: (d.line or 0, d.column or 0))
     return M.AnnotationFile(file=disp, upstream=upstream, path=path,
                             overview=_text(head_doc.overview) if head_doc else None,
-                            functions=tuple(notes), diagnostics=tuple(diags))
+                            diagnostics=tuple(diags), **entries)
 
 
 def _file_head(loaded: Loaded, disp: str, diags: list[Diagnostic]):
-    """(the validated head or None, the raw `functions:` mapping). The head is validated apart from
-    the functions, which are validated one by one, so one bad entry does not hide the others."""
+    """(the validated head or None, section name -> its raw mapping of entries). The head is
+    validated apart from the entries, which are validated one by one, so one bad entry does not
+    hide the others."""
     from pydantic import ValidationError
 
     from annotate.notes import schema as S
@@ -351,21 +369,24 @@ def _file_head(loaded: Loaded, disp: str, diags: list[Diagnostic]):
     from annotate.notes.validate import diagnostics as vdiags
 
     data = loaded.data
-    head = {k: v for k, v in data.items() if k != "functions"}
+    head = {k: v for k, v in data.items() if k not in SECTION_NAMES}
     head_doc = None
     try:
         head_doc = S.FileDoc.model_validate(head)
     except ValidationError as err:
         diags.extend(vdiags(err, S.FileDoc, loaded, disp))
-    funcs_raw = data.get("functions", {})
-    if funcs_raw is None:
-        funcs_raw = {}
-    if not isinstance(funcs_raw, dict):
-        line, col = _pos(loaded, ("functions",))
-        diags.append(Diagnostic("error", "functions: expected a mapping of qualified names to entries, got "
-                                f"{describe(funcs_raw)}", file=disp, line=line, column=col, code="wrong-type"))
-        funcs_raw = {}
-    return head_doc, funcs_raw
+    sections: dict[str, dict] = {}
+    for section, _kind, what in SECTIONS:
+        raw = data.get(section)
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            line, col = _pos(loaded, (section,))
+            diags.append(Diagnostic("error", f"{section}: expected a mapping of {what} to entries, got "
+                                    f"{describe(raw)}", file=disp, line=line, column=col, code="wrong-type"))
+            raw = {}
+        sections[section] = raw
+    return head_doc, sections
 
 
 def _location_check(s: _Session, p: Path, loaded: Loaded, disp: str, upstream: str, path: str) -> list[Diagnostic]:
@@ -391,7 +412,7 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
         line, col = _pos(loaded, (key,))
         return Diagnostic(severity, message, file=disp, line=line, column=col, code=code, detail=detail)
 
-    known = s.upstreams()
+    known = s.index.upstreams()
     why = check_upstream_path(upstream, path)
     if upstream not in known:
         from annotate.notes.validate import did_you_mean
@@ -406,13 +427,13 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
                                      "known: " + ", ".join(sorted(set(known + pins))))]
     if why:
         return False, False, [at_key("path", "error", why, "path-outside")]
-    if s.has_file(upstream, path):
+    if s.index.has_file(upstream, path):
         return True, False, []
     if path in s.absent(upstream):
-        return False, True, [at_key("path", "warning", f"{path} is part of the {upstream} pin but this checkout "
+        return False, True, [at_key("path", "info", f"{path} is part of the {upstream} pin but this checkout "
                                     "lacks it (the route it was fetched by does not ship it); its notes are not checked",
                                     "not-in-checkout", "`annotate fetch --via git --force` fetches the whole pin")]
-    paths = s.paths(upstream)
+    paths = s.index.paths(upstream)
     near = difflib.get_close_matches(path, paths, n=3, cutoff=0.6)
     if not near:
         base = posixpath.basename(path)
@@ -424,16 +445,18 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
                                  ("nearest: " + ", ".join(near)) if len(near) > 1 else None)]
 
 
-def _load_entries(where: "_Where", funcs_raw: dict, unchecked: bool, diags: list[Diagnostic],
-                  got: _Collected) -> list[M.FunctionNote]:
-    """Every function entry of one file, each on its own: an internal error in one is reported
-    at its key and the others are still read."""
-    notes: list[M.FunctionNote] = []
-    for name, raw in funcs_raw.items():
+def _load_entries(where: "_Where", raw: dict, unchecked: bool, diags: list[Diagnostic], got: _Collected,
+                  section: str = "functions", kind: str = "function", loader=None) -> list:
+    """Every entry of one section of one file (`loader` reads one: `_load_function`, or
+    typenotes' `load_type` / `load_macro`), each on its own: an internal error in one is
+    reported at its key and the others are still read."""
+    loader = loader or _load_function
+    notes: list = []
+    for name, entry in raw.items():
         try:
-            res = _load_function(where, name, raw)
+            res = loader(where, name, entry)
         except Exception as exc:
-            line, col = _pos(where.loaded, ("functions", name), key=True)
+            line, col = _pos(where.loaded, (section, name), key=True)
             d = _internal(where.disp, exc)
             res = _Entry(None, [Diagnostic(d.severity, d.message, d.file, line, col, d.code, name, d.detail)],
                          OUT_BROKEN)
@@ -445,24 +468,25 @@ def _load_entries(where: "_Where", funcs_raw: dict, unchecked: bool, diags: list
             notes.append(res.note)
         if res.refresh is not None:
             got.refreshable.append(res.refresh)
-        got.outcomes.append(Outcome(where.disp, name, outcome, res.note))
+        got.outcomes.append(Outcome(where.disp, name, outcome, res.note, kind))
     return notes
 
 
-def _duplicate_entries(notes: list[M.FunctionNote], disp: str) -> list[Diagnostic]:
-    """Two entries of one file that resolved to the same definition."""
+def _duplicate_entries(notes: list, disp: str) -> list[Diagnostic]:
+    """Two entries of one section of a file that resolved to the same definition."""
     out = []
-    seen: dict[str, M.FunctionNote] = {}
-    for fn in notes:
-        if fn.symbol is None:
+    seen: dict[str, Any] = {}
+    for n in notes:
+        d = n.definition
+        if d is None:
             continue
-        first = seen.setdefault(fn.symbol.key, fn)
-        if first is not fn:
-            src = fn.source
+        first = seen.setdefault(d.key, n)
+        if first is not n:
+            src = n.source
             out.append(Diagnostic("error", f"this entry annotates the same definition as the one at line "
-                                  f"{first.source.line if first.source else '?'} ({fn.symbol.path}:{fn.symbol.start_line})",
+                                  f"{first.source.line if first.source else '?'} ({d.path}:{d.start_line})",
                                   file=disp, line=src.line if src else None, column=src.column if src else None,
-                                  code="duplicate-entry", symbol=fn.qualified_name,
+                                  code="duplicate-entry", symbol=n.qualified_name,
                                   detail="merge the two entries, or give each a `signature:` that picks a different definition"))
     return out
 
@@ -496,9 +520,9 @@ class _Entry:
 class _Reporter:
     """Diagnostics of one entry, located at its key unless a sub-path is given."""
 
-    def __init__(self, where: _Where, name: str):
+    def __init__(self, where: _Where, name: str, section: str = "functions"):
         self.where, self.name = where, name
-        self.fpath = ("functions", name)
+        self.fpath = (section, name)
         self.kline, self.kcol = _pos(where.loaded, self.fpath, key=True)
         self.diags: list[Diagnostic] = []
 
@@ -522,6 +546,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     except ValidationError as err:
         return _Entry(None, vdiags(err, S.FunctionDoc, where.loaded, where.disp, prefix=diag.fpath, symbol=entry_key),
                       OUT_BROKEN)
+    diag.diags.extend(_languages(where.s, doc, where.loaded, where.disp, diag.fpath))
     diag.name = name = entry_key.split("@", 1)[0].strip()  # "qualified::name@label": a second overload's entry
     if not name:
         diag("error", "empty function name", "unresolved", key=True)
@@ -532,7 +557,7 @@ def _load_function(where: _Where, entry_key: str, raw) -> _Entry:
     if sym is None:
         return _Entry(M.FunctionNote(symbol=None, status=status, notes=unresolved_notes, **base), diag.diags,
                       OUT_BROKEN)
-    body = _safe(where.s.index.text_of, sym, default="") or ""
+    body = where.s.index.text_of(sym)
     inline, broken = _anchor_notes(doc, sym, body, name, diag)
     _check_calls(where, doc, sym, name, diag)
     _check_harness_and_todos(where, doc, diag)
@@ -557,7 +582,7 @@ def _note_fields(where: _Where, name: str, doc, diag: _Reporter) -> dict:
 def _resolve(where: _Where, name: str, doc, diag: _Reporter):
     """(the one definition the entry names, None) or (None, UNRESOLVED | AMBIGUOUS) with a diagnostic."""
     index, upstream, path = where.s.index, where.upstream, where.path
-    syms = list(_safe(index.symbols_in, upstream, path, default=[]) or [])
+    syms = index.symbols_in(upstream, path)
     exact = [s for s in syms if s.qualified_name == name]
     if not exact:
         suffix = [s for s in syms if s.qualified_name.endswith("::" + name)]
@@ -590,9 +615,9 @@ def _unresolved(where: _Where, name: str, syms: list, diag: _Reporter) -> None:
     cands = sorted({s.qualified_name for s in syms})
     near = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
     if not near:
-        bare = _bare(name)
-        near = [c for c in cands if _bare(c) == bare][:3] or difflib.get_close_matches(bare, cands, n=3, cutoff=0.5)
-    elsewhere = [s for s in (_safe(where.s.index.find, name, upstream, default=[]) or []) if s.path != path]
+        bare = bare_name(name)
+        near = [c for c in cands if bare_name(c) == bare][:3] or difflib.get_close_matches(bare, cands, n=3, cutoff=0.5)
+    elsewhere = [s for s in where.s.index.find(name, upstream) if s.path != path]
     msg = f"no function '{name}' in {upstream}:{path}"
     detail = None
     if near:
@@ -639,10 +664,10 @@ def _check_calls(where: _Where, doc, sym, name: str, diag: _Reporter) -> None:
     if not doc.calls:
         return
     names: set[str] = set()
-    for e in _safe(where.s.index.callees, sym, default=[]) or []:
+    for e in where.s.index.callees(sym):
         names.add(e.callee_name)
         for k in e.callees:
-            names.add(k.split(":", 1)[-1].split("@", 1)[0])
+            names.add(split_key(k)[1])
     norm = {n.split("<", 1)[0].replace(" ", "") for n in names}
     for callee in doc.calls:
         c = callee.split("<", 1)[0].replace(" ", "")
@@ -665,12 +690,15 @@ def _check_harness_and_todos(where: _Where, doc, diag: _Reporter) -> None:
             diag("warning", f"{fld} still holds the placeholder from `annotate new`", "todo", at=(fld,))
 
 
-def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body: str, diag: _Reporter):
-    """(status, what --refresh would write or None): the fingerprint against the body now."""
+def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body: str, diag: _Reporter,
+                        section: str = "functions", kind: str = "function"):
+    """(status, what --refresh would write or None): the fingerprint against the body (a type's
+    or a macro's definition) now."""
     current = sym.fingerprint
-    refresh = (where.yaml_file, entry_key, current, body)
+    refresh = Refreshable(where.yaml_file, entry_key, current, body, section)
+    what = "body" if kind == "function" else "definition"
     if not doc.fingerprint:
-        diag("warning", f"{name} has no fingerprint; run `annotate check --refresh` to record the body you annotated",
+        diag("warning", f"{name} has no fingerprint; run `annotate check --refresh` to record the {what} you annotated",
              "no-fingerprint", key=True)
         return M.UNFINGERPRINTED, refresh
     if doc.fingerprint == current:
@@ -679,7 +707,7 @@ def _fingerprint_status(where: _Where, entry_key: str, name: str, doc, sym, body
     explain = where.s.opts.stale_detail
     if explain is not None:
         try:
-            detail = explain(where.upstream, where.path, name, doc.fingerprint, sym, body)
+            detail = explain(where.upstream, where.path, name, doc.fingerprint, sym, body, kind=kind)
         except Exception as exc:  # the diff is a help; its failure must not hide the warning
             detail = f"(could not compute the diff: {type(exc).__name__}: {exc})"
     diag("warning", f"{name} changed since it was annotated (fingerprint {doc.fingerprint}, now {current}); "
@@ -702,6 +730,7 @@ def _load_course(s: _Session, p: Path, disp: str):
         doc = S.CourseDoc.model_validate(loaded.data)
     except ValidationError as err:
         return None, diags + vdiags(err, S.CourseDoc, loaded, disp)
+    diags.extend(_languages(s, doc, loaded, disp))
     stem = p.name.rsplit(".", 1)[0]
     if stem != doc.id:
         line, col = _pos(loaded, ("id",))
@@ -709,15 +738,73 @@ def _load_course(s: _Session, p: Path, disp: str):
                                 file=disp, line=line, column=col, code="location-mismatch"))
     steps = []
     for i, st in enumerate(doc.steps):
-        for j, ref in enumerate(st.refs):
-            d = _ref_diagnostic(s, ref, disp, *_pos(loaded, ("steps", i, "refs", j)))
-            if d is not None:
-                diags.append(d)
-        steps.append(M.CourseStep(id=st.id, title=_text(st.title), text=_text(st.text), refs=tuple(st.refs)))
+        diags.extend(_step_checks(s, st, ("steps", i), loaded, disp))
+        steps.append(_step(st))
     line, col = _pos(loaded, ("id",))
     course = M.Course(id=doc.id, title=_text(doc.title), text=_text(doc.text), steps=tuple(steps), file=disp,
                       source=M.SourceSpan(disp, line or 1, col or 1))
     return course, diags
+
+
+def _step(st) -> M.CourseStep:
+    ex = st.exercises
+    exercises = M.Exercises(
+        questions=tuple(M.Question(_text(q.question), _text(q.answer), tuple(q.cites)) for q in ex.questions),
+        homework=tuple(_text(h) for h in ex.homework),
+        checkpoints=tuple(_text(c) for c in ex.checkpoints)) if ex else M.Exercises()
+    return M.CourseStep(id=st.id, title=_text(st.title), text=_text(st.text), refs=tuple(st.refs),
+                        goals=tuple(_text(g) for g in st.goals), harness=st.harness, exercises=exercises)
+
+
+def _step_checks(s: _Session, st, at: tuple, loaded, disp: str) -> list[Diagnostic]:
+    """A step's reading list and cited code resolve; its runnable kernel is one `annotate run` knows."""
+    out = []
+    for j, ref in enumerate(st.refs):
+        d = _ref_diagnostic(s, ref, disp, *_pos(loaded, at + ("refs", j)))
+        if d is not None:
+            out.append(d)
+    for j, q in enumerate(st.exercises.questions if st.exercises else ()):
+        for k, cite in enumerate(q.cites):
+            d = _cite_diagnostic(s, cite, disp, *_pos(loaded, at + ("exercises", "questions", j, "cites", k)))
+            if d is not None:
+                out.append(d)
+    known = s.opts.known_harnesses
+    if st.harness and known is not None and st.harness not in known:
+        line, col = _pos(loaded, at + ("harness",))
+        out.append(Diagnostic("warning", f"no harness '{st.harness}' in vendor_kernels/", file=disp, line=line,
+                              column=col, code="unknown-harness", detail="known: " + ", ".join(sorted(known))))
+    return out
+
+
+_LINE_CITE = re.compile(r"^(?P<path>.+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
+
+
+def parse_cite(cite: str) -> tuple[str, str, int | None, int | None]:
+    """(upstream, path or qualified name, first line, last line): the lines are None for a name."""
+    up, _, rest = cite.partition(":")
+    m = _LINE_CITE.match(rest)
+    if m and ("/" in m["path"] or m["path"].endswith(SOURCE_SUFFIXES)):
+        first = int(m["first"])
+        return up, m["path"], first, int(m["last"]) if m["last"] else first
+    return up, rest, None, None
+
+
+def _cite_diagnostic(s: _Session, cite: str, disp: str, line, col) -> Diagnostic | None:
+    """A cited function is checked like a ref; a cited line range must lie inside its file."""
+    up, path, first, last = parse_cite(cite)
+    d = _ref_diagnostic(s, f"{up}:{path}" if first is not None else cite, disp, line, col)
+    if d is not None:
+        return dataclasses.replace(d, code="bad-cite", message=d.message.replace("ref ", "cite ", 1)) \
+            if d.code == "bad-ref" else d
+    if first is None:
+        return None
+    text = s.index.source(up, path) if s.index.has_file(up, path) else None
+    n = len(text.splitlines()) if text is not None else None
+    if first < 1 or last < first or (n is not None and last > n):
+        return Diagnostic("error", f"cite '{cite}': lines {first}-{last} are not in {path}"
+                          + (f" ({n} lines)" if n is not None else ""), file=disp, line=line, column=col,
+                          code="bad-cite")
+    return None
 
 
 def _ref_diagnostic(s: _Session, ref: str, disp: str, line, col) -> Diagnostic | None:
@@ -727,11 +814,11 @@ def _ref_diagnostic(s: _Session, ref: str, disp: str, line, col) -> Diagnostic |
     up, _, rest = ref.partition(":")
     absent = s.absent(up) if up else frozenset()
     if rest in absent:
-        return Diagnostic("warning", f"ref '{ref}': part of the pin but not in this checkout "
+        return Diagnostic("info", f"ref '{ref}': part of the pin but not in this checkout "
                           "(the route it was fetched by does not ship it); not checked",
                           file=disp, line=line, column=col, code="not-in-checkout")
     if absent and "/" not in rest and not rest.endswith(SOURCE_SUFFIXES):
-        return Diagnostic("warning", f"{why}; this checkout lacks {len(absent)} files of the "
+        return Diagnostic("info", f"{why}; this checkout lacks {len(absent)} files of the "
                           "pin, which may define it: not checked", file=disp, line=line, column=col,
                           code="not-in-checkout", detail="`annotate fetch --via git --force` fetches the whole pin")
     return Diagnostic("error", why, file=disp, line=line, column=col, code="bad-ref")
@@ -759,31 +846,34 @@ def _first_of_each_id(courses: list[M.Course]) -> list[M.Course]:
 
 
 def _ref_problem(s: _Session, ref: str) -> str | None:
-    """Why a course ref ("upstream:path" or "upstream:qualified_name") does not resolve."""
+    """Why a course ref ("upstream:path", or "upstream:qualified_name" of a function, a type or
+    a macro) does not resolve."""
     if ":" not in ref or ref.startswith(":"):
         return f"ref '{ref}' must be 'upstream:path' or 'upstream:qualified_name'"
     up, rest = ref.split(":", 1)
-    if up not in s.upstreams():
+    if up not in s.index.upstreams():
         return f"ref '{ref}': unknown upstream '{up}'"
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
         why = check_upstream_path(up, rest)
         if why:
             return f"ref '{ref}': {why}"
-    if s.has_file(up, rest) or _safe(s.index.find, rest, up, default=[]):
+    if s.index.has_file(up, rest) or s.index.find(rest, up) or s.index.find_type(rest, up) \
+            or s.index.find_macro(rest, up):
         return None
     if "/" in rest or rest.endswith(SOURCE_SUFFIXES):
-        near = difflib.get_close_matches(rest, s.paths(up), n=1, cutoff=0.6)
+        near = difflib.get_close_matches(rest, s.index.paths(up), n=1, cutoff=0.6)
         return f"ref '{ref}': no such file in {up}" + (f"; did you mean '{up}:{near[0]}'?" if near else "")
-    return f"ref '{ref}': no function '{rest}' in {up}"
+    return f"ref '{ref}': no function, type or macro '{rest}' in {up}"
 
 
 def _cross_checks(files: list[M.AnnotationFile], courses: list[M.Course]) -> list[Diagnostic]:
-    """Course tags on functions that name no known course or step (only once courses exist)."""
+    """Course tags on functions, types and macros that name no known course or step (only once
+    courses exist)."""
     if not courses:
         return []
     known = {c.id for c in courses} | {s.id for c in courses for s in c.steps}
     out = []
-    for fn in (fn for f in files for fn in f.functions):
+    for fn in (fn for f in files for fn in (*f.functions, *f.types, *f.macros)):
         for tag in fn.course:
             if tag not in known:
                 src = fn.source

@@ -9,7 +9,7 @@ from pathlib import Path
 from annotate.config import Config
 from annotate.errors import Diagnostic
 from annotate.notes import api
-from annotate.notes.history import (BodyStore, GitRepo, Indexer, find_in_history, git_dir_for,
+from annotate.notes.history import (BodyStore, GitRepo, Indexer, definitions_in, find_in_history, git_dir_for,
                                     short_diff)
 
 
@@ -28,12 +28,13 @@ class CheckReport:
         return [*self.result.set.diagnostics, *self.drift_diagnostics]
 
     def counts(self) -> dict[str, int]:
-        c = {"files": self.files, "functions": 0, "ok": 0, "stale": 0, "broken": 0,
+        """Entries by outcome (ok / stale / broken / ... count functions, types and macros alike)."""
+        c = {"files": self.files, "functions": 0, "types": 0, "macros": 0, "ok": 0, "stale": 0, "broken": 0,
              "unchecked": 0, "unfingerprinted": 0, "errors": 0, "warnings": 0}
         for o in self.result.outcomes:
             if o.name == "(file)":
                 continue
-            c["functions"] += 1
+            c[o.kind + "s"] += 1
             c[o.outcome] += 1
             if o.outcome == "ok" and o.note is not None and o.note.status == "unfingerprinted":
                 c["unfingerprinted"] += 1
@@ -54,7 +55,8 @@ class CheckReport:
         if c["unchecked"]:
             new += f", {c['unchecked']} unchecked (file not in this checkout)"
         idx = f" + index {self.index_seconds:.2f} s" if self.index_seconds is not None else ""
-        return (f"{c['files']} files, {c['functions']} functions: {c['ok']} ok, {c['stale']} stale, "
+        more = "".join(f", {c[k]} {k if c[k] != 1 else k[:-1]}" for k in ("types", "macros") if c[k])
+        return (f"{c['files']} files, {c['functions']} functions{more}: {c['ok']} ok, {c['stale']} stale, "
                 f"{c['broken']} broken{new}; {c['errors']} errors, {c['warnings']} warnings "
                 f"(check {self.elapsed:.2f} s{idx})")
 
@@ -63,23 +65,23 @@ class CheckReport:
             return {k: getattr(d, k) for k in ("severity", "code", "message", "file", "line", "column",
                                                 "symbol", "detail")}
 
-        fns = []
+        entries: dict[str, list] = {"function": [], "type": [], "macro": []}
         for o in self.result.outcomes:
             if o.name == "(file)":
                 continue
             n = o.note
-            sym = n.symbol if n else None
-            fns.append({"file": o.file, "name": o.name, "outcome": o.outcome,
-                        "status": n.status if n else "invalid",
-                        "upstream": n.upstream if n else None, "path": n.path if n else None,
-                        "line": sym.start_line if sym else None, "end_line": sym.end_line if sym else None,
-                        "fingerprint": n.fingerprint if n else None,
-                        "current_fingerprint": n.current_fingerprint if n else None})
+            sym = n.definition if n is not None else None
+            entries[o.kind].append({"file": o.file, "name": o.name, "outcome": o.outcome,
+                                    "status": n.status if n else "invalid",
+                                    "upstream": n.upstream if n else None, "path": n.path if n else None,
+                                    "line": sym.start_line if sym else None, "end_line": sym.end_line if sym else None,
+                                    "fingerprint": n.fingerprint if n else None,
+                                    "current_fingerprint": n.current_fingerprint if n else None})
         out = {"summary": self.counts() | {"seconds": round(self.elapsed, 3),
                                            "index_seconds": None if self.index_seconds is None
                                            else round(self.index_seconds, 3)},
                "diagnostics": [d2j(d) for d in self.diagnostics],
-               "functions": fns}
+               "functions": entries["function"], "types": entries["type"], "macros": entries["macro"]}
         if self.drift:
             out["drift"] = [e.to_json() for e in self.drift]
         if self.refreshed:
@@ -101,7 +103,7 @@ class StaleExplainer:
         self.against_ref = against_ref
         self._repos: dict[str, GitRepo | None] = {}
 
-    def _from_against(self, upstream, path, name, fp):
+    def _from_against(self, upstream, path, name, fp, kind="function"):
         """The body from the --against tree or ref, if the function there has fingerprint fp."""
         if self.indexer is None or not (self.against_tree or self.against_ref):
             return None
@@ -118,7 +120,7 @@ class StaleExplainer:
                     return None
                 root, label = Path(tmp), f"--against {self.against_ref}"
             idx = self.indexer(upstream, root, [path])
-            for s in api._safe(idx.symbols_in, upstream, path, default=[]) or []:
+            for s in definitions_in(idx, upstream, path, kind):
                 if s.qualified_name == name and s.fingerprint == fp:
                     return label, idx.text_of(s), s.start_line
         return None
@@ -129,16 +131,17 @@ class StaleExplainer:
             self._repos[upstream] = GitRepo(d) if d else None
         return self._repos[upstream]
 
-    def old_body(self, upstream, path, name, fp) -> tuple[str, str, int] | None:
-        """(where it came from, text, first line or 1) of the body that had fingerprint `fp`."""
+    def old_body(self, upstream, path, name, fp, kind: str = "function") -> tuple[str, str, int] | None:
+        """(where it came from, text, first line or 1) of the body (or type or macro definition,
+        by `kind`) that had fingerprint `fp`."""
         text = self.store.get(fp)
         if text is not None:
             return "stored copy", text, 1
         if self.against_index is not None:
-            for s in api._safe(self.against_index.symbols_in, upstream, path, default=[]) or []:
+            for s in definitions_in(self.against_index, upstream, path, kind):
                 if s.qualified_name == name and s.fingerprint == fp:
                     return "--against tree", self.against_index.text_of(s), s.start_line
-        got = self._from_against(upstream, path, name, fp)
+        got = self._from_against(upstream, path, name, fp, kind)
         if got is not None:
             self.store.put(fp, got[1])
             return got
@@ -152,22 +155,22 @@ class StaleExplainer:
                 ref = "HEAD"
             if repo.rev_parse(ref) is None:
                 ref = "HEAD"
-            found = find_in_history(repo, ref, upstream, path, name, fp, self.indexer)
+            found = find_in_history(repo, ref, upstream, path, name, fp, self.indexer, kind)
             if found:
                 rev, text, start = found
                 self.store.put(fp, text)
                 return f"git {rev[:12]}", text, start
         return None
 
-    def __call__(self, upstream, path, name, fp, sym, body) -> str:
-        old = self.old_body(upstream, path, name, fp)
+    def __call__(self, upstream, path, name, fp, sym, body, kind: str = "function") -> str:
+        old = self.old_body(upstream, path, name, fp, kind)
         if old is None:
             lines = body.splitlines()
             shown = "\n".join(f"{sym.start_line + i:5d}  {ln}" for i, ln in enumerate(lines[:12]))
             more = f"\n      ... ({len(lines) - 12} more lines)" if len(lines) > 12 else ""
             up_var = "ANNOTATE_URL_" + upstream.upper().replace("-", "_")
-            return (f"the fingerprinted body cannot be recovered (no stored copy; no local git mirror in "
-                    f"${up_var} or --git-dir), so here is the function now, lines {sym.start_line}-{sym.end_line}:\n"
+            return (f"the fingerprinted {'body' if kind == 'function' else 'definition'} cannot be recovered (no stored copy; no local git mirror in "
+                    f"${up_var} or --git-dir), so here is the {'function' if kind == 'function' else kind} now, lines {sym.start_line}-{sym.end_line}:\n"
                     f"{shown}{more}")
         src, text, start = old
         return short_diff(text, body, f"{path} ({name} as annotated, from {src})", f"{path} (now)",
@@ -178,9 +181,13 @@ def run_check(config: Config, index, root: Path | None = None, *, refresh: bool 
               explainer=None, known_harnesses: set[str] | None = None,
               only: list[Path] | None = None) -> CheckReport:
     """`known_harnesses`: the kernel names a note's `harness:` may name (None: not checked); the
-    caller asks the harness stage, which comes after this one."""
+    caller asks the harness stage, which comes after this one. The language policy is the
+    annotations root's (annotate.notes.policy)."""
+    from annotate.notes.policy import load_policy
+
     t0 = time.perf_counter()
-    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only)
+    policy = load_policy(Path(root) if root else config.annotations_dir)
+    opts = api.Options(root=root, stale_detail=explainer, known_harnesses=known_harnesses, only=only, policy=policy)
     result = api.load(config, index, opts)
     refreshed = 0
     if refresh and result.refreshable:
@@ -198,9 +205,9 @@ def write_fingerprints(config: Config, items) -> int:
 
     store = BodyStore(config)
     by_file: dict[Path, list] = {}
-    for p, name, fp, body in items:
-        by_file.setdefault(p, []).append((name, fp))
-        store.put(fp, body)
+    for r in items:
+        by_file.setdefault(r.yaml_file, []).append((r.key, r.fingerprint, r.section))
+        store.put(r.fingerprint, r.text)
     n = 0
     for p, entries in by_file.items():
         try:
@@ -208,8 +215,8 @@ def write_fingerprints(config: Config, items) -> int:
         except YamlProblem:
             continue  # changed since it was checked; the next check reports it
         text = original.text
-        for name, fp in entries:
-            new = set_fingerprint(text, name, fp)
+        for name, fp, section in entries:
+            new = set_fingerprint(text, name, fp, section)
             if new is not None and new != text:
                 text = new
                 n += 1

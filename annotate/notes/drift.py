@@ -1,7 +1,8 @@
 """`annotate check --against REF`: what happens to the annotations at another version.
 
 The annotations are resolved at the indexed version (A, normally the pin) and at the other
-version (B: a git ref of a local mirror, or a directory tree). Per function:
+version (B: a git ref of a local mirror, or a directory tree). Per annotated function, type or
+macro (a "body" below is a type's or macro's definition):
   unchanged  same body, same lines
   moved      same body (fingerprint), other lines: nothing to do, notes follow (anchors are text)
   changed    the body differs: stale at B, with a diff A → B
@@ -20,9 +21,10 @@ from pathlib import Path
 
 from annotate.config import Config
 from annotate.errors import Diagnostic
+from annotate.index.model import SOURCE_SUFFIXES, bare_name
 from annotate.notes import api
 from annotate.notes.anchors import find_anchor
-from annotate.notes.history import GitRepo, git_dir_for, short_diff
+from annotate.notes.history import GitRepo, all_definitions, definitions_in, git_dir_for, short_diff
 
 SIMILAR = 0.6
 MIN_SIMILAR_LINES = 4  # shorter bodies look alike too easily to suggest a rename
@@ -43,10 +45,12 @@ class DriftEntry:
     diff: str | None = None
     anchors: list[tuple[str, int | None, int | None, int]] = field(default_factory=list)  # at, old, new, matches
     target: str = ""  # "v0.6.17 (a0a6b019b9b2)" or a directory
+    what: str = "function"  # what the note is on: "function" | "type" | "macro"
+    lost_fields: list[str] = field(default_factory=list)  # a type note's `fields:` with no member at the target
 
     def to_json(self) -> dict:
-        return {"file": self.file, "name": self.name, "upstream": self.upstream, "path": self.path,
-                "kind": self.kind, "target": self.target,
+        return {"file": self.file, "name": self.name, "what": self.what, "upstream": self.upstream,
+                "path": self.path, "kind": self.kind, "target": self.target, "lost_fields": list(self.lost_fields),
                 "old_lines": list(self.old_lines) if self.old_lines else None,
                 "new_lines": list(self.new_lines) if self.new_lines else None,
                 "new_path": self.new_path,
@@ -54,72 +58,6 @@ class DriftEntry:
                                for n, p, ln, s in self.candidates],
                 "anchors": [{"at": a, "old_line": o, "new_line": n, "matches": c} for a, o, n, c in self.anchors],
                 "diff": self.diff}
-
-
-class MergedIndex:
-    """Several single-upstream indexes behind one Index API (dispatch by upstream)."""
-
-    def __init__(self, parts):
-        self.parts = {}
-        for p in parts:
-            for u in p.upstreams():
-                self.parts[u] = p
-
-    def upstreams(self):
-        return sorted(self.parts)
-
-    def _p(self, up):
-        return self.parts[up]
-
-    def files(self, upstream=None):
-        if upstream is not None:
-            return self._p(upstream).files(upstream) if upstream in self.parts else []
-        return [f for u, p in self.parts.items() for f in p.files(u)]
-
-    def file(self, upstream, path):
-        return self._p(upstream).file(upstream, path) if upstream in self.parts else None
-
-    def source(self, upstream, path):
-        return self._p(upstream).source(upstream, path)
-
-    def symbols_in(self, upstream, path):
-        return self._p(upstream).symbols_in(upstream, path) if upstream in self.parts else []
-
-    def all_symbols(self):
-        return [s for p in {id(p): p for p in self.parts.values()}.values() for s in p.all_symbols()]
-
-    def symbol(self, key):
-        return self._p(key.split(":", 1)[0]).symbol(key)
-
-    def find(self, name, upstream=None):
-        if upstream is not None:
-            return self._p(upstream).find(name, upstream) if upstream in self.parts else []
-        return [s for u, p in self.parts.items() for s in p.find(name, u)]
-
-    def resolve(self, spec):
-        up = spec.split(":", 1)[0] if ":" in spec and "::" not in spec.split(":", 2)[0] + ":" else None
-        if up in self.parts:
-            return self.parts[up].resolve(spec)
-        first = next(iter(self.parts.values()))
-        return first.resolve(spec)
-
-    def callees(self, sym):
-        return self._p(sym.upstream).callees(sym)
-
-    def callers(self, sym):
-        return self._p(sym.upstream).callers(sym)
-
-    def facts(self, sym):
-        return self._p(sym.upstream).facts(sym)
-
-    def callgraph(self, sym, reverse=False, depth=1):
-        return self._p(sym.upstream).callgraph(sym, reverse=reverse, depth=depth)
-
-    def enclosing(self, upstream, path, line):
-        return self._p(upstream).enclosing(upstream, path, line)
-
-    def text_of(self, sym):
-        return self._p(sym.upstream).text_of(sym)
 
 
 def _search_roots(config: Config, upstream: str) -> list[str]:
@@ -132,16 +70,13 @@ def _search_roots(config: Config, upstream: str) -> list[str]:
 
 
 def _missing(idx, upstream, notes) -> list[str]:
-    """Bare names of the notes whose function is not in its own file in `idx`."""
+    """Bare names of the notes whose function (type, macro) is not in its own file in `idx`."""
     out = set()
     for n in notes:
-        names = {s.qualified_name for s in api._safe(idx.symbols_in, upstream, n.path, default=[]) or []}
+        names = {s.qualified_name for s in definitions_in(idx, upstream, n.path, n.kind)}
         if n.qualified_name not in names:
-            out.add(n.qualified_name.split("::")[-1])
+            out.add(bare_name(n.qualified_name))
     return sorted(out)
-
-
-SOURCE_SUFFIXES = (".h", ".cuh", ".cu", ".cpp", ".hpp", ".cc", ".py")
 
 
 def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
@@ -165,7 +100,7 @@ def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
             if not base.is_dir():
                 continue
             for f in sorted(base.rglob("*")):
-                if len(extra) >= MAX_GREP_FILES or not f.is_file() or f.suffix not in SOURCE_SUFFIXES:
+                if len(extra) >= MAX_GREP_FILES or not f.is_file() or not f.name.endswith(SOURCE_SUFFIXES):
                     continue
                 rel = f.relative_to(root).as_posix()
                 if rel in present:
@@ -237,17 +172,19 @@ def run_drift(config: Config, report, index, *, ref: str | None, tree: str | Non
 
 
 def drift_one(index, other, n) -> DriftEntry:
+    """Where note `n` (a FunctionNote, TypeNote or MacroNote) lands in `other`."""
     src = n.source
-    e = DriftEntry(file=src.file if src else "", name=n.qualified_name, upstream=n.upstream, path=n.path, kind="")
-    a = n.symbol
-    a_body = api._safe(index.text_of, a, default=None) if a is not None else None
+    kind = n.kind
+    e = DriftEntry(file=src.file if src else "", name=n.qualified_name, upstream=n.upstream, path=n.path, kind="",
+                   what=kind)
+    a = n.definition
+    a_body = index.text_of(a) if a is not None else None
     if a is not None:
         e.old_lines = (a.start_line, a.end_line)
     want_fp = n.fingerprint or (a.fingerprint if a is not None else None)
-    same = [s for s in api._safe(other.symbols_in, n.upstream, n.path, default=[]) or []
-            if s.qualified_name == n.qualified_name]
+    same = [s for s in definitions_in(other, n.upstream, n.path, kind) if s.qualified_name == n.qualified_name]
     if n.signature and len(same) > 1:
-        same = [s for s in same if api._sig_matches(n.signature, s)] or same
+        same = [s for s in same if api.signature_matches(n.signature, s, other)] or same
     if len(same) > 1 and a is not None:
         # pick the one most like A's (same signature first, then body similarity)
         by_sig = [s for s in same if s.signature == a.signature]
@@ -258,7 +195,7 @@ def drift_one(index, other, n) -> DriftEntry:
         return e
     if len(same) == 1:
         b = same[0]
-        b_body = api._safe(other.text_of, b, default="") or ""
+        b_body = other.text_of(b)
         e.new_lines = (b.start_line, b.end_line)
         if want_fp is not None and b.fingerprint == want_fp:
             e.kind = "moved" if (e.old_lines and e.old_lines[0] != b.start_line) else "unchanged"
@@ -270,10 +207,12 @@ def drift_one(index, other, n) -> DriftEntry:
         for note in n.notes:
             hits = find_anchor(b_body, note.at)
             e.anchors.append((note.at, note.line, b.start_line + hits[0][0] if len(hits) == 1 else None, len(hits)))
+        if kind == "type":
+            e.lost_fields = _lost_fields(n, b)
         return e
     # not in its file under that name: the same body anywhere (renamed, or moved to another
     # file), then the same name in another file, then a similar body
-    pool = [s for s in api._safe(other.all_symbols, default=[]) or [] if s.upstream == n.upstream]
+    pool = all_definitions(other, n.upstream, kind)
     exact = [s for s in pool if want_fp and s.fingerprint == want_fp]
     if exact:
         moved = [s for s in exact if s.qualified_name == n.qualified_name]
@@ -287,7 +226,7 @@ def drift_one(index, other, n) -> DriftEntry:
         return e
     elsewhere = [s for s in pool if s.qualified_name == n.qualified_name and s.path != n.path]
     if n.signature:
-        elsewhere = [s for s in elsewhere if api._sig_matches(n.signature, s)]
+        elsewhere = [s for s in elsewhere if api.signature_matches(n.signature, s, other)]
     if elsewhere:
         e.kind = "moved-file"
         e.new_path = elsewhere[0].path
@@ -298,9 +237,9 @@ def drift_one(index, other, n) -> DriftEntry:
         scored = []
         a_norm = _norm_body(a_body, a.name if a else "")
         for s in pool:
-            if a is not None and s.kind != a.kind:
-                continue
-            t = api._safe(other.text_of, s, default="") or ""
+            if a is not None and getattr(s, "kind", None) != getattr(a, "kind", None):
+                continue  # (a kernel is not renamed into a host function, a struct into an enum)
+            t = other.text_of(s)
             sm = difflib.SequenceMatcher(None, a_norm, _norm_body(t, s.name), autojunk=False)
             if sm.real_quick_ratio() < SIMILAR or sm.quick_ratio() < SIMILAR:
                 continue
@@ -314,6 +253,13 @@ def drift_one(index, other, n) -> DriftEntry:
             return e
     e.kind = "removed"
     return e
+
+
+def _lost_fields(n, b) -> list[str]:
+    """The `fields:` keys of a type note that name no member of the type at the target (notes on
+    methods are not looked for: a method is a function, with drift of its own)."""
+    members = {f.name for f in b.fields}
+    return [f.name for f in n.fields if f.name not in members and f.kind != "method"]
 
 
 def _norm_body(text: str, name: str) -> str:
@@ -337,10 +283,12 @@ def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
     if e.kind == "moved":
         sev = "warning" if lost else "info"
         lost_txt = "\n".join(f"anchor {a!r}: {c} matches at the target (re-anchor it)" for a, _o, _n, c in lost)
+        same = "same body" if e.what == "function" else "same definition"
         return Diagnostic(sev, f"at {e.target}: {e.name} moved, lines {span(e.old_lines)} → {span(e.new_lines)} "
-                          "(same body; notes follow it)", code="drift-moved", detail=lost_txt or None, **loc)
+                          f"({same}; notes follow it)", code="drift-moved", detail=lost_txt or None, **loc)
     if e.kind == "changed":
-        detail = "\n".join(x for x in (e.diff, anchor_txt) if x) or None
+        fields_txt = "\n".join(f"fields.{f}: no such member at the target" for f in e.lost_fields)
+        detail = "\n".join(x for x in (e.diff, anchor_txt, fields_txt) if x) or None
         return Diagnostic("warning", f"at {e.target}: {e.name} changed (lines {span(e.old_lines)} → "
                           f"{span(e.new_lines)}); its notes would be stale", code="drift-changed", detail=detail, **loc)
     if e.kind == "moved-file":
@@ -360,9 +308,13 @@ def drift_diagnostic(e: DriftEntry, n) -> Diagnostic | None:
 
 def format_drift(entries: list[DriftEntry]) -> str:
     counts: dict[str, int] = {}
+    whats: dict[str, int] = {}
     for e in entries:
         counts[e.kind] = counts.get(e.kind, 0) + 1
+        whats[e.what] = whats.get(e.what, 0) + 1
     targets = sorted({e.target for e in entries})
     order = ["unchanged", "moved", "changed", "renamed", "moved-file", "ambiguous", "removed"]
     parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
-    return f"drift to {', '.join(targets)}: {len(entries)} functions: " + ", ".join(parts)
+    noted = ", ".join(f"{whats[w]} {w}{'s' if whats[w] != 1 else ''}" for w in ("function", "type", "macro")
+                      if whats.get(w) or (w == "function" and not whats))
+    return f"drift to {', '.join(targets)}: {noted}: " + ", ".join(parts)

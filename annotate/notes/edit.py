@@ -53,32 +53,32 @@ class EditableText:
 _SCALAR = re.compile(r"""'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^\s#,}\]]+""")
 
 
-def _without(data: Any, name: str, key: str) -> Any:
+def _without(data: Any, name: str, key: str, section: str = "functions") -> Any:
     if not isinstance(data, dict):
         return data
     d = dict(data)
-    f = dict(d.get("functions") or {})
+    f = dict(d.get(section) or {})
     if isinstance(f.get(name), dict):
         g = dict(f[name])
         g.pop(key, None)
         f[name] = g
     elif f.get(name) is None and name in f:
         f[name] = {}
-    d["functions"] = f
+    d[section] = f
     return d
 
 
-def _verify(old: str, new: str, name: str, key: str, value: Any) -> bool:
+def _verify(old: str, new: str, name: str, key: str, value: Any, section: str = "functions") -> bool:
     try:
         a, b = load_yaml(old).data, load_yaml(new).data
     except YamlProblem:
         return False
     try:
-        if b["functions"][name][key] != value:
+        if b[section][name][key] != value:
             return False
     except (KeyError, TypeError):
         return False
-    return _without(a, name, key) == _without(b, name, key)
+    return _without(a, name, key, section) == _without(b, name, key, section)
 
 
 def fp_scalar(fp: str) -> str:
@@ -90,14 +90,15 @@ def fp_scalar(fp: str) -> str:
     return fp if plain == fp else f'"{fp}"'
 
 
-def set_fingerprint(text: str, name: str, fp: str) -> str | None:
-    """`text` with functions.<name>.fingerprint set to `fp`; None if it could not be done."""
+def set_fingerprint(text: str, name: str, fp: str, section: str = "functions") -> str | None:
+    """`text` with <section>.<name>.fingerprint set to `fp` (section: functions, types or
+    macros); None if it could not be done."""
     try:
         loaded = load_yaml(text)
     except YamlProblem:
         return None
     lines = text.split("\n")
-    fpath = ("functions", name)
+    fpath = (section, name)
     new = None
     if fpath + ("fingerprint",) in loaded.values:
         line, col = loaded.values[fpath + ("fingerprint",)]
@@ -108,7 +109,7 @@ def set_fingerprint(text: str, name: str, fp: str) -> str | None:
             new = "\n".join(lines)
     elif fpath in loaded.keys:
         kline, kcol = loaded.keys[fpath]
-        value = loaded.data["functions"][name]
+        value = loaded.data[section][name]
         if isinstance(value, dict) and value:
             first = next(iter(value))
             cline, ccol = loaded.keys[fpath + (first,)]
@@ -118,9 +119,9 @@ def set_fingerprint(text: str, name: str, fp: str) -> str | None:
         elif value is None and lines[kline - 1].rstrip().endswith(":"):
             lines.insert(kline, " " * (kcol - 1 + 2) + f"fingerprint: {fp_scalar(fp)}")
             new = "\n".join(lines)
-    if new is not None and _verify(text, new, name, "fingerprint", fp):
+    if new is not None and _verify(text, new, name, "fingerprint", fp, section):
         return new
-    return _ruamel_set(text, name, "fingerprint", fp)
+    return _ruamel_set(text, name, "fingerprint", fp, section)
 
 
 def roundtrip_yaml():
@@ -133,15 +134,15 @@ def roundtrip_yaml():
     return y
 
 
-def _ruamel_set(text: str, name: str, key: str, value: Any) -> str | None:
+def _ruamel_set(text: str, name: str, key: str, value: Any, section: str = "functions") -> str | None:
     y = roundtrip_yaml()
     try:
         doc = y.load(io.StringIO(text))
-        fn = doc["functions"][name]
+        fn = doc[section][name]
         if fn is None:
             from ruamel.yaml.comments import CommentedMap
 
-            fn = doc["functions"][name] = CommentedMap()
+            fn = doc[section][name] = CommentedMap()
         if hasattr(fn, "fa"):
             fn.fa.set_block_style()
         if key not in fn:
@@ -153,4 +154,4 @@ def _ruamel_set(text: str, name: str, key: str, value: Any) -> str | None:
         new = out.getvalue()
     except Exception:
         return None
-    return new if _verify(text, new, name, key, value) else None
+    return new if _verify(text, new, name, key, value, section) else None

@@ -68,10 +68,26 @@ def git_dir_for(config: Config, upstream: str, explicit: str | None = None) -> P
     return git.find_git_dir(where.path) if where.local else None
 
 
+def definitions_in(index, upstream: str, path: str, kind: str = "function") -> list:
+    """The functions, types or macros (by `kind`) an index holds in one file."""
+    if kind == "type":
+        return index.types_in(upstream, path)
+    if kind == "macro":
+        return index.macros_in(upstream, path)
+    return index.symbols_in(upstream, path)
+
+
+def all_definitions(index, upstream: str, kind: str = "function") -> list:
+    """Every function, type or macro (by `kind`) an index holds for one upstream."""
+    if kind == "function":
+        return [s for s in index.all_symbols() if s.upstream == upstream]
+    return [d for fi in index.files(upstream) for d in (fi.types if kind == "type" else fi.macros)]
+
+
 def find_in_history(repo: GitRepo, ref: str, upstream: str, path: str, qualified_name: str,
-                    fingerprint: str, indexer: Indexer) -> tuple[str, str, int] | None:
+                    fingerprint: str, indexer: Indexer, kind: str = "function") -> tuple[str, str, int] | None:
     """(commit, body text, its first line) of the newest version of `path` before `ref` where the function
-    had `fingerprint`."""
+    (or type or macro, by `kind`) had `fingerprint`."""
     seen_blobs: set[str] = set()
     for rev in repo.revs_touching(ref, path, MAX_REVS):
         text = repo.show(rev, path)
@@ -84,7 +100,7 @@ def find_in_history(repo: GitRepo, ref: str, upstream: str, path: str, qualified
             f.write_text(text, encoding="utf-8")
             try:
                 idx = indexer(upstream, Path(tmp), [path])
-                for sym in idx.symbols_in(upstream, path):
+                for sym in definitions_in(idx, upstream, path, kind):
                     if sym.qualified_name == qualified_name and sym.fingerprint == fingerprint:
                         return rev, idx.text_of(sym), sym.start_line
             except Exception:  # an old version the parser cannot read: try the next one

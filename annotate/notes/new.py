@@ -1,4 +1,5 @@
-"""`annotate new SYMBOL`: a stub entry for one function, in the right annotation file."""
+"""`annotate new SYMBOL`: a stub entry for one function (or type, or macro: new_types.py), in the
+right annotation file."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ def _plain_key(name: str) -> str:
 
 def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
     """The entry's lines, indented for a `functions:` mapping at column 0."""
-    facts = api._safe(index.facts, sym, default=[]) or []
-    edges = api._safe(index.callees, sym, default=[]) or []
+    facts = index.facts(sym)
+    edges = index.callees(sym)
     out = [f"  {_plain_key(key)}:"]
     if need_signature:
         out.append(f"    signature: {_q(sym.signature)}")
@@ -83,37 +84,51 @@ def stub_lines(index, sym, key: str, need_signature: bool) -> list[str]:
     return out
 
 
-def new_stub(config: Config, index, spec: str, root: Path | None = None) -> NewResult:
+def new_stub(config: Config, index, spec: str, root: Path | None = None, kind: str | None = None) -> NewResult:
     """Write a stub entry for the function `spec` names: a new annotation file, or one more entry
-    at the end of `functions:` in the existing one (its layout, line ends and BOM kept)."""
+    at the end of `functions:` in the existing one (its layout, line ends and BOM kept). `kind`
+    "type" or "macro" writes a type's or a macro's stub instead (new_types.py); None picks a
+    type or macro when `spec` names no function but one of those."""
     root = Path(root) if root else config.annotations_dir
+    if kind is None:
+        from annotate.index.api import named_kind
+
+        kind = named_kind(index, spec)
+    if kind in ("type", "macro"):
+        from annotate.notes.new_types import new_type_or_macro_stub
+
+        return new_type_or_macro_stub(config, index, spec, root, kind)
     sym = index.resolve(spec)  # UsageError with candidates when ambiguous / unknown
     why = api.check_upstream_path(sym.upstream, sym.path)
     if why:
         raise UsageError(why)
     target = api.annotation_file_for(root, sym.upstream, sym.path)
-    same_name = [s for s in api._safe(index.symbols_in, sym.upstream, sym.path, default=[]) or []
+    same_name = [s for s in index.symbols_in(sym.upstream, sym.path)
                  if s.qualified_name == sym.qualified_name]
     need_sig = len(same_name) > 1
-    BodyStore(config).put(sym.fingerprint, api._safe(index.text_of, sym, default="") or "")
+    BodyStore(config).put(sym.fingerprint, index.text_of(sym))
     if not os.path.lexists(target):
         return _new_file(config, index, sym, target, need_sig)
     return _add_entry(config, index, sym, target, need_sig)
 
 
-def _new_file(config: Config, index, sym, target: Path, need_sig: bool) -> NewResult:
+def _new_file(config: Config, index, sym, target: Path, need_sig: bool, section: str = "functions",
+              lines: list[str] | None = None) -> NewResult:
     ref = api.expected_schema_ref(config, target)
     text = "\n".join([api.SCHEMA_LINE_PREFIX + ref,
                       f"upstream: {sym.upstream}",
                       f"path: {_q(sym.path) if ':' in sym.path or ' ' in sym.path else sym.path}",
                       f"overview: {api.TODO} what this file is for",
-                      "functions:",
-                      *stub_lines(index, sym, sym.qualified_name, need_sig)]) + "\n"
+                      f"{section}:",
+                      *(lines if lines is not None else stub_lines(index, sym, sym.qualified_name, need_sig))]) + "\n"
     write_atomic(target, text)
     return NewResult(target, sym.qualified_name, 6, True)
 
 
-def _add_entry(config: Config, index, sym, target: Path, need_sig: bool) -> NewResult:
+def _add_entry(config: Config, index, sym, target: Path, need_sig: bool, section: str = "functions",
+               make_lines=None) -> NewResult:
+    """One more entry at the end of `section` (`functions:`, or `types:` / `macros:` with their
+    own `make_lines(key, need_signature)`)."""
     shown = api.display_path(config, target)
     try:
         original = EditableText.read(target)
@@ -124,61 +139,62 @@ def _add_entry(config: Config, index, sym, target: Path, need_sig: bool) -> NewR
     data = loaded.data if isinstance(loaded.data, dict) else None
     if data is None:
         raise AnnotateError(f"{shown}: not a mapping", hint="run `annotate check`")
-    funcs = data.get("functions") or {}
+    funcs = data.get(section) or {}
     if not isinstance(funcs, dict):
-        raise AnnotateError(f"{shown}: functions: is not a mapping", hint="run `annotate check`")
-    taken = _refuse_if_annotated(shown, loaded, funcs, sym, need_sig)
+        raise AnnotateError(f"{shown}: {section}: is not a mapping", hint="run `annotate check`")
+    taken = _refuse_if_annotated(shown, loaded, funcs, sym, need_sig, section)
     key = sym.qualified_name
     if key in funcs:
         n = 2
         while f"{key}@{n}" in funcs:
             n += 1
         key = f"{key}@{n}"
-    lines = stub_lines(index, sym, key, need_sig or bool(taken))
-    new_text, line = _insert(original.text, loaded, lines)
-    if not _kept(new_text, data, funcs, key):
+    need = need_sig or bool(taken)
+    lines = make_lines(key, need) if make_lines is not None else stub_lines(index, sym, key, need)
+    new_text, line = _insert(original.text, loaded, lines, section)
+    if not _kept(new_text, data, funcs, key, section):
         try:
-            new_text, line = _insert_ruamel(original.text, lines, key)
-            ok = _kept(new_text, None, {}, key)
+            new_text, line = _insert_ruamel(original.text, lines, key, section)
+            ok = _kept(new_text, None, {}, key, section)
         except Exception:  # ruamel is the last resort: whatever it cannot do, say so below
             ok = False
         if not ok:
             raise AnnotateError(f"{shown}: cannot add the stub to this file's layout automatically",
-                                hint="paste it under `functions:` yourself:\n" + "\n".join(lines))
+                                hint=f"paste it under `{section}:` yourself:\n" + "\n".join(lines))
     original.write(target, new_text)
     return NewResult(target, key, line, False)
 
 
-def _refuse_if_annotated(shown: str, loaded, funcs: dict, sym, need_sig: bool) -> list[str]:
+def _refuse_if_annotated(shown: str, loaded, funcs: dict, sym, need_sig: bool, section: str = "functions") -> list[str]:
     """The entries already named like `sym`; UsageError when one of them is this very definition."""
     taken = [k for k in funcs if k.split("@", 1)[0].strip() == sym.qualified_name]
     for k in taken:
         entry = funcs[k] if isinstance(funcs[k], dict) else {}
         sig = entry.get("signature")
         if not need_sig or (isinstance(sig, str) and api._sig_matches(sig, sym)) or sig is None and len(taken) == 1 and not need_sig:
-            line = loaded.keys.get(("functions", k), (None,))[0]
+            line = loaded.keys.get((section, k), (None,))[0]
             raise UsageError(f"{shown}:{line}: '{k}' is already annotated there",
                              hint="edit it, or `annotate check --refresh` to record the current fingerprint")
     return taken
 
 
-def _kept(new_text: str, data: dict | None, funcs: dict, key: str) -> bool:
+def _kept(new_text: str, data: dict | None, funcs: dict, key: str, section: str = "functions") -> bool:
     """Whether `new_text` reads back with the new entry `key` and (when `data` is given) everything
     else exactly as before."""
     try:
         check = load_yaml(new_text).data
-        ok = isinstance(check.get("functions"), dict) and key in check["functions"]
+        ok = isinstance(check.get(section), dict) and key in check[section]
         if ok and data is not None:
-            ok = all(check["functions"].get(k) == v for k, v in funcs.items()) and \
-                {k: v for k, v in check.items() if k != "functions"} == {k: v for k, v in data.items() if k != "functions"}
+            ok = all(check[section].get(k) == v for k, v in funcs.items()) and \
+                {k: v for k, v in check.items() if k != section} == {k: v for k, v in data.items() if k != section}
         return ok
     except (YamlProblem, AttributeError):
         return False
 
 
-def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
-    """Append the stub at the end of the `functions:` block (text-level, layout kept), before a
-    `...` document end marker and whatever follows it."""
+def _insert(text: str, loaded, stub: list[str], section: str = "functions") -> tuple[str, int]:
+    """Append the stub at the end of the `functions:` (or `section:`) block (text-level, layout
+    kept), before a `...` document end marker and whatever follows it."""
     lines = text.split("\n")
     tail: list[str] = []
     end_marker = next((i for i in range(len(lines) - 1, -1, -1) if DOCUMENT_END.match(lines[i])), None)
@@ -192,28 +208,29 @@ def _insert(text: str, loaded, stub: list[str]) -> tuple[str, int]:
     else:
         tail = [""]  # a file without a final newline gets one after the stub
     data = loaded.data
-    if "functions" not in data:
+    if section not in data:
         at = len(lines)
-        lines += ["functions:", *stub]
+        lines += [f"{section}:", *stub]
         return "\n".join(lines + tail), at + 2
-    fline = loaded.keys[("functions",)][0]
-    funcs = data["functions"] or {}
+    fline = loaded.keys[(section,)][0]
+    funcs = data[section] or {}
     indent = 2
     if funcs:
         first = next(iter(funcs))
-        indent = loaded.keys[("functions", first)][1] - 1
+        indent = loaded.keys[(section, first)][1] - 1
     block = [" " * indent + ln[2:] for ln in stub]
     # the next top-level key after functions: insert before it (and before the comments and
     # blank lines that lead up to it)
     later = [pos[0] for kp, pos in loaded.keys.items() if len(kp) == 1 and pos[0] > fline]
     end = (min(later) - 1) if later else len(lines)
-    while end > fline and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")) and later:
+    # (an indented comment is the previous entry's own, and stays with it)
+    while end > fline and (not lines[end - 1].strip() or lines[end - 1].startswith("#")) and later:
         end -= 1
     lines[end:end] = block
     return "\n".join(lines + tail), end + 1
 
 
-def _insert_ruamel(text: str, stub: list[str], key: str) -> tuple[str, int]:
+def _insert_ruamel(text: str, stub: list[str], key: str, section: str = "functions") -> tuple[str, int]:
     import io
 
     from annotate.notes.edit import roundtrip_yaml
@@ -221,9 +238,9 @@ def _insert_ruamel(text: str, stub: list[str], key: str) -> tuple[str, int]:
     y = roundtrip_yaml()
     doc = y.load(io.StringIO(text))
     entry = y.load(io.StringIO("\n".join(ln[2:] for ln in stub) + "\n"))
-    funcs = doc.get("functions")
+    funcs = doc.get(section)
     if funcs is None or not hasattr(funcs, "insert"):
-        doc["functions"] = funcs = entry.__class__()
+        doc[section] = funcs = entry.__class__()
     if hasattr(funcs, "fa"):
         funcs.fa.set_block_style()
     funcs[key] = entry[key]

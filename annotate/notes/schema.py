@@ -78,6 +78,48 @@ class FunctionDoc(_Strict):
     harness: str | None = Field(None, description="Name of a runnable harness in vendor_kernels/.")
 
 
+class TypeDoc(_Strict):
+    """A note on a struct / class / union / enum (or a Python class) defined in this file."""
+
+    signature: str | None = Field(
+        None, description="Picks one of several definitions of the name (a template's "
+                          "specialisations): a substring of the head the index reports, e.g. "
+                          "'vec_t<half, vec_size>' or 'typename float_t, size_t vec_size'.")
+    fingerprint: Annotated[str, StringConstraints(pattern=FINGERPRINT_RE)] | None = Field(
+        None, description="Fingerprint of the definition the reviewer saw (16 hex digits); written "
+                          "by `annotate new` and `annotate check --refresh`.")
+    summary: TextField | None = Field(None, description="What the type is for.")
+    layout: TextField | None = Field(
+        None, description="How its members sit in memory: sizes, alignment, units, what one "
+                          "instance costs in registers or shared memory.")
+    fields: dict[str, TextField] = Field(
+        default_factory=dict, description="Per member, keyed by its declared name (data member, "
+                                          "static member, member type, enumerator, declared method): "
+                                          "what it holds, its units, who writes it and who reads it.")
+    notes: list[InlineNoteDoc] = Field(
+        default_factory=list, description="Notes anchored to code text inside the definition.")
+    course: list[Annotated[str, StringConstraints(pattern=COURSE_ID_RE)]] = Field(
+        default_factory=list, description="Ids of course steps/days this type belongs to.")
+
+
+class MacroDoc(_Strict):
+    """A note on a `#define` in this file."""
+
+    signature: str | None = Field(
+        None, description="Picks one of several `#define`s of the name (under different `#if` "
+                          "branches): a substring of the definition's text.")
+    fingerprint: Annotated[str, StringConstraints(pattern=FINGERPRINT_RE)] | None = Field(
+        None, description="Fingerprint of the replacement text the reviewer saw (16 hex digits); "
+                          "written by `annotate new` and `annotate check --refresh`.")
+    summary: TextField | None = Field(None, description="What the macro is for.")
+    expands_to: TextField | None = Field(
+        None, description="What an invocation becomes, with a worked example.")
+    notes: list[InlineNoteDoc] = Field(
+        default_factory=list, description="Notes anchored to code text inside the definition.")
+    course: list[Annotated[str, StringConstraints(pattern=COURSE_ID_RE)]] = Field(
+        default_factory=list, description="Ids of course steps/days this macro belongs to.")
+
+
 class FileDoc(_Strict):
     """One annotation file: annotations/<upstream>/<path>.yaml."""
 
@@ -87,15 +129,46 @@ class FileDoc(_Strict):
     overview: TextField | None = Field(None, description="Markdown about the whole file.")
     functions: dict[str, FunctionDoc] = Field(
         default_factory=dict, description="Keyed by qualified name as the index reports it.")
+    types: dict[str, TypeDoc] = Field(
+        default_factory=dict, description="Types defined in this file, keyed by qualified name "
+                                          "(`annotate symbols UPSTREAM:PATH --types`).")
+    macros: dict[str, MacroDoc] = Field(
+        default_factory=dict, description="Macros defined in this file, keyed by name "
+                                          "(`annotate symbols UPSTREAM:PATH --macros`).")
+
+
+CITE_HELP = ("'upstream:path:line', 'upstream:path:first-last' (lines of a file) or "
+             "'upstream:qualified_name' (a function)")
+
+
+class QuestionDoc(_Strict):
+    question: TextField = Field(description="What the learner is asked.")
+    answer: TextField = Field(description="The reference answer, shown folded; say where in the code it is.")
+    cites: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        min_length=1, description=f"The code the answer rests on: {CITE_HELP}; checked by `annotate check`.")
+
+
+class ExercisesDoc(_Strict):
+    questions: list[QuestionDoc] = Field(
+        default_factory=list, description="Questions with a reference answer that cites the code.")
+    homework: list[TextField] = Field(
+        default_factory=list, description="Things to do: run, change, measure, explain.")
+    checkpoints: list[TextField] = Field(
+        default_factory=list, description="What the learner should be able to do at the end of the step; "
+                                          "ticked in the browser (kept there, by position in this list).")
 
 
 class StepDoc(_Strict):
     id: Annotated[str, StringConstraints(pattern=COURSE_ID_RE)]
     title: TextField
     text: TextField | None = None
+    goals: list[TextField] = Field(default_factory=list, description="What the step is for.")
     refs: list[str] = Field(
         default_factory=list,
-        description="'upstream:path' or 'upstream:qualified_name' of what the step reads.")
+        description="The reading list, in reading order: 'upstream:path' or 'upstream:qualified_name'.")
+    harness: str | None = Field(
+        None, description="The runnable kernel of the step: a folder of vendor_kernels/ with a spec.yaml.")
+    exercises: ExercisesDoc | None = Field(None, description="Questions, homework and checkpoints.")
 
 
 class CourseDoc(_Strict):

@@ -1,6 +1,9 @@
 // search.js — client-side search over functions, files, courses and note text.
 // The index is a script (search-index.js) assigning window.ANNOTATE_SEARCH, loaded on first
 // use with a <script> element, so search works from file:// where fetch() is refused.
+// Note text and course titles are in the index in both languages: a query matches either,
+// and a result shows the page's language (the other one when that is all there is).
+// Words of the interface come from window.ANNOTATE_MESSAGES (messages.js, the site's catalogue).
 // Results are built with textContent only: nothing from the index is parsed as HTML.
 (function () {
   "use strict";
@@ -9,6 +12,14 @@
   if (!input || !list) return;
   var loading = false, sel = -1, hits = [];
 
+  function lang() { return document.documentElement.getAttribute("data-lang") === "en" ? "en" : "zh"; }
+  function word(id) {
+    var all = window.ANNOTATE_MESSAGES || {}, m = all[lang()] || {};
+    // an id the catalogue lacks (a kind the index learned later) shows as its last part
+    return m[id] || (all.en || {})[id] || id.replace(/^[a-z]+\./, "");
+  }
+  function pick(en, zh) { return (lang() === "zh" ? zh || en : en || zh) || ""; }
+
   function ensureIndex(then) {
     if (window.ANNOTATE_SEARCH) { then(); return; }
     if (loading) return;
@@ -16,7 +27,7 @@
     var s = document.createElement("script");
     s.src = root + "search-index.js";
     s.onload = function () { loading = false; then(); };
-    s.onerror = function () { loading = false; show([], "search index not found"); };
+    s.onerror = function () { loading = false; show([], "js.no_index"); };
     document.head.appendChild(s);
   }
 
@@ -30,25 +41,26 @@
     if (name.indexOf(q) >= 0) return 60;
     return 40 - Math.min(30, i / 4);
   }
+  function has(text, q) { return !!text && text.toLowerCase().indexOf(q) >= 0; }
 
   function search(raw) {
     var idx = window.ANNOTATE_SEARCH, q = raw.trim().toLowerCase(), out = [];
     if (!idx || !q) return out;
     var i, r, sc;
     for (i = 0; i < idx.symbols.length; i++) {
-      r = idx.symbols[i];
+      r = idx.symbols[i];  // [name, kind, page, anchor, annotated, text en, text zh]
       sc = score(r[0].toLowerCase(), q);
-      if (sc < 0 && r[5] && r[5].toLowerCase().indexOf(q) >= 0) sc = 20;
-      if (sc >= 0) out.push({ s: sc + (r[4] ? 5 : 0), name: r[0], kind: r[1], href: idx.pages[r[2]] + "#" + r[3], text: r[5] });
+      if (sc < 0 && (has(r[5], q) || has(r[6], q))) sc = 20;
+      if (sc >= 0) out.push({ s: sc + (r[4] ? 5 : 0), name: r[0], kind: "kind." + r[1], href: idx.pages[r[2]] + "#" + r[3], en: r[5], zh: r[6] });
     }
     for (i = 0; i < idx.files.length; i++) {
       r = idx.files[i];
       sc = score(r[0].toLowerCase(), q);
-      if (sc >= 0) out.push({ s: sc - 10, name: r[0], kind: "file", href: idx.pages[r[1]], text: "" });
+      if (sc >= 0) out.push({ s: sc - 10, name: r[0], kind: "js.file", href: idx.pages[r[1]] });
     }
     for (i = 0; i < idx.courses.length; i++) {
-      r = idx.courses[i];
-      if (r[0].toLowerCase().indexOf(q) >= 0) out.push({ s: 50, name: r[0], kind: "course", href: r[1], text: "" });
+      r = idx.courses[i];  // [title en, page, title zh, kind]
+      if (has(r[0], q) || has(r[2], q)) out.push({ s: 50, name: r[0], nameZh: r[2], kind: r[3] || "js.course", href: r[1] });
     }
     out.sort(function (a, b) { return b.s - a.s || a.name.length - b.name.length; });
     return out.slice(0, 40);
@@ -58,17 +70,18 @@
     hits = rs; sel = rs.length ? 0 : -1;
     list.textContent = "";
     if (!rs.length) {
-      var li = document.createElement("li"); li.className = "q-empty"; li.textContent = empty || "no match";
+      var li = document.createElement("li"); li.className = "q-empty"; li.textContent = word(empty || "js.no_match");
       list.appendChild(li);
     }
     rs.forEach(function (h, k) {
       var li = document.createElement("li"), a = document.createElement("a");
       a.href = root + h.href;
       if (k === 0) a.className = "sel";
-      var kind = document.createElement("span"); kind.className = "q-kind"; kind.textContent = h.kind;
-      var name = document.createElement("span"); name.className = "q-name"; name.textContent = h.name;
+      var kind = document.createElement("span"); kind.className = "q-kind"; kind.textContent = word(h.kind);
+      var name = document.createElement("span"); name.className = "q-name"; name.textContent = pick(h.name, h.nameZh);
       a.appendChild(kind); a.appendChild(name);
-      if (h.text) { var t = document.createElement("span"); t.className = "q-text"; t.textContent = h.text; a.appendChild(t); }
+      var text = pick(h.en, h.zh);
+      if (text) { var t = document.createElement("span"); t.className = "q-text"; t.textContent = text; a.appendChild(t); }
       li.appendChild(a); list.appendChild(li);
     });
     list.hidden = false;
@@ -105,4 +118,5 @@
   document.addEventListener("click", function (ev) {
     if (!list.contains(ev.target) && ev.target !== input) list.hidden = true;
   });
+  document.addEventListener("annotate-lang", function () { if (!list.hidden && input.value.trim()) run(); });
 })();

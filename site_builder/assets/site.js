@@ -1,4 +1,4 @@
-// site.js — small page behaviours: line-number links, the 中文 toggle, and (only under
+// site.js — small page behaviours: line-number links, the language switch, and (only under
 // `annotate serve`) reloading the page when a rebuild finishes. No dependencies.
 (function () {
   "use strict";
@@ -16,13 +16,48 @@
     }
   });
 
-  // Chinese notes on demand; remembered where storage works (it may not under file://).
+  // The language switch. Text is in the page in both languages (CSS shows one, see lang.js);
+  // attributes (titles, placeholders) carry both as data-en-X / data-zh-X and are set here.
+  var L = window.ANNOTATE_LANG, ATTRS = ["title", "placeholder", "aria-label"];
+  function attributes(v) {
+    var sel = ATTRS.map(function (a) { return "[data-en-" + a + "]"; }).join(",");
+    var els = document.querySelectorAll(sel);
+    for (var i = 0; i < els.length; i++) {
+      for (var k = 0; k < ATTRS.length; k++) {
+        var val = els[i].getAttribute("data-" + v + "-" + ATTRS[k]);
+        if (val !== null) els[i].setAttribute(ATTRS[k], val);
+      }
+    }
+  }
+  function current() { return document.documentElement.getAttribute("data-lang") === "en" ? "en" : "zh"; }
+  if (L) attributes(current());
   var btn = document.getElementById("lang");
-  function store(v) { try { localStorage.setItem("annotate-zh", v); } catch (e) { /* ignore */ } }
-  try { if (localStorage.getItem("annotate-zh") === "1") document.documentElement.classList.add("zh"); } catch (e) { /* ignore */ }
-  if (btn) btn.addEventListener("click", function () {
-    store(document.documentElement.classList.toggle("zh") ? "1" : "0");
+  if (btn && L) btn.addEventListener("click", function () {
+    var v = current() === "zh" ? "en" : "zh";
+    L.apply(v);
+    attributes(v);
+    try { localStorage.setItem(L.KEY, v); } catch (e) { /* storage refused: the switch still works */ }
+    if (/[?&]lang=/.test(location.search)) {  // a shared ?lang= link must not undo the choice on reload
+      history.replaceState(null, "", location.href.replace(/([?&])lang=[a-z]*/i, "$1lang=" + v));
+    }
+    document.dispatchEvent(new CustomEvent("annotate-lang", { detail: v }));
   });
+
+  // Checkpoints of a course step: ticks are kept in this browser (localStorage), per step and
+  // position, and nowhere else. Where storage is refused (some browsers under file://) the
+  // boxes still tick, for this visit only.
+  var ticks = document.querySelectorAll("input[data-tick]");
+  for (var t = 0; t < ticks.length; t++) {
+    (function (box) {
+      var key = box.getAttribute("data-tick");
+      try { box.checked = localStorage.getItem(key) === "1"; } catch (e) { /* storage refused */ }
+      box.addEventListener("change", function () {
+        try {
+          if (box.checked) localStorage.setItem(key, "1"); else localStorage.removeItem(key);
+        } catch (e) { /* storage refused */ }
+      });
+    })(ticks[t]);
+  }
 
   // Live reload: `annotate serve` answers /__annotate__/stamp with the build id; a plain
   // static server answers 404 and the script stops after one request.

@@ -13,7 +13,7 @@ void single_decode_py(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch::
   TORCH_CHECK(k.dim() == 3 && q.dim() == 2, "q [Hq, D], k/v [L, Hkv, D]");
   annotate_raise(single_decode(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
                                annotate_optional_ptr(tmp), k.size(0), q.size(0), k.size(1),
-                               (float)sm_scale, annotate_stream(stream)),
+                               sm_scale, annotate_stream(stream)),
                  "SingleDecodeWithKVCacheDispatched");
 }
 
@@ -37,7 +37,7 @@ void batch_decode_paged_py(torch::Tensor q, torch::Tensor k_pages, torch::Tensor
                          last_page_len.data_ptr<int32_t>(), o.data_ptr(),
                          request_indices.data_ptr<int32_t>(), kv_tile_indices.data_ptr<int32_t>(),
                          o_indptr.data_ptr<int32_t>(), kv_chunk_size.data_ptr<int32_t>(),
-                         q.size(0), q.size(1), k_pages.size(2), k_pages.size(1), (float)sm_scale,
+                         q.size(0), q.size(1), k_pages.size(2), k_pages.size(1), sm_scale,
                          annotate_stream(stream)),
       "BatchDecodeWithPagedKVCacheDispatched");
 }

@@ -12,7 +12,7 @@ void single_prefill_py(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch:
   auto fn = causal ? &single_prefill_causal : &single_prefill_noncausal;
   annotate_raise(fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), /*lse=*/nullptr,
                     annotate_optional_ptr(tmp), q.size(0), k.size(0), q.size(1), k.size(1),
-                    (float)sm_scale, annotate_stream(stream)),
+                    sm_scale, annotate_stream(stream)),
                  "SinglePrefillWithKVCacheDispatched");
 }
 

@@ -1,0 +1,306 @@
+"""What every page of one build is planned from, gathered once: `SiteContext`, made from a
+Project (its index, its annotations, its pins) and the harness runs; and the links between
+pages that every plan makes (to a function, to a course ref, to a runs page).
+
+Plain typed data only: no source text, no markup (Markdown is rendered by
+`site_builder.markdown`, which sanitises it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+
+from annotate.errors import AnnotateError, Diagnostic
+# which files are sources, and in which language, is the index's decision (one function for both)
+from annotate.index.model import CallEdge, FileIndex, IndexView, Symbol, language_of
+from annotate.notes.model import AnnotationSet, Course, FunctionNote, Text
+from annotate.upstreams import Upstream
+from site_builder import names
+from site_builder.markdown import plain_text, render_markdown
+from site_builder.model import Label, Link, TextView, msg
+from site_builder.runs import KernelRuns
+
+if TYPE_CHECKING:
+    from annotate.project import Project
+
+FileKey = tuple[str, str]  # (upstream, path)
+# kernel -> ((qualified name in the spec, Symbol.keys of its rendered definitions), ...)
+RunSymbols = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class IndexPart:
+    """The part of a context that depends on the index and the pins alone: kept in the index's
+    memo (`Index.memo`), so the rebuilds of `annotate serve`, which keep one index, make it once."""
+
+    rendered: Mapping[FileKey, FileIndex]  # the files the site shows, sorted
+    symbols: Mapping[str, Symbol]  # Symbol.key -> Symbol, in rendered files
+    all_symbols: Mapping[str, Symbol]  # Symbol.key -> Symbol, the whole index
+
+
+@dataclass(frozen=True)
+class SiteContext:
+    """Everything the page plans of one build read, typed and read-only (frozen; the mappings
+    are typed read-only and nothing writes to them after make_context)."""
+
+    index: IndexView
+    upstreams: Mapping[str, Upstream]  # the pins this build renders
+    part: IndexPart
+    notes: Mapping[str, FunctionNote]  # Symbol.key -> the reviewer's note (rendered files only)
+    courses: Mapping[str, Course]  # course id -> course map, in file order
+    steps: Mapping[str, tuple[str, int]]  # step id -> (course id, index of the step in it)
+    file_overviews: Mapping[FileKey, Text]
+    file_diagnostics: Mapping[FileKey, tuple[str, ...]]  # annotation problems, as text, per source file
+    diagnostics: tuple[str, ...]  # every annotation problem, as text (the home page)
+    runs: tuple[KernelRuns, ...]  # harness kernels, by name
+    runs_problems: tuple[str, ...]  # specs that do not load
+    run_symbols: Mapping[str, RunSymbols]  # kernel -> the definitions its spec names
+    harness_of: Mapping[str, tuple[str, ...]]  # Symbol.key -> kernels whose spec names it
+    repo_root: Path | None = None  # record and spec paths are shown relative to it
+
+    @property
+    def rendered(self) -> Mapping[FileKey, FileIndex]:
+        return self.part.rendered
+
+    @property
+    def symbols(self) -> Mapping[str, Symbol]:
+        return self.part.symbols
+
+    @property
+    def all_symbols(self) -> Mapping[str, Symbol]:
+        return self.part.all_symbols
+
+    def calls(self, key: str) -> Sequence[CallEdge]:
+        """Outgoing edges of a function (asked of the index, which keeps both directions)."""
+        sym = self.part.all_symbols.get(key)
+        return self.index.callees(sym) if sym is not None else ()
+
+    def callers(self, key: str) -> Sequence[CallEdge]:
+        sym = self.part.all_symbols.get(key)
+        return self.index.callers(sym) if sym is not None else ()
+
+    def find(self, name: str, upstream: str | None = None) -> list[Symbol]:
+        """Definitions of a name; none (never an error) for a name the index does not know."""
+        try:
+            return self.index.find(name, upstream=upstream)
+        except AnnotateError:
+            return []
+
+
+def rendered_paths(index: IndexView, upstreams: Mapping[str, Upstream],
+                   only: Sequence[str] = ()) -> dict[FileKey, FileIndex]:
+    """The files the site shows: under an upstream's `render` paths, C/CUDA or Python."""
+    out = {}
+    for name in index.upstreams():
+        up = upstreams.get(name)
+        if up is None or (only and name not in only):
+            continue
+        for fi in index.files(name):
+            if language_of(fi.path) and any(fi.path.startswith(r) for r in up.render):
+                out[(name, fi.path)] = fi
+    return dict(sorted(out.items()))
+
+
+def index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
+    rendered = rendered_paths(index, upstreams, only)
+    all_symbols: dict[str, Symbol] = {}
+    symbols: dict[str, Symbol] = {}
+    for fi in index.files():
+        shown = (fi.upstream, fi.path) in rendered
+        for s in fi.symbols:
+            all_symbols[s.key] = s
+            if shown:
+                symbols[s.key] = s
+    # Plain dicts behind read-only types: these are read in the planner's innermost loops, where a
+    # MappingProxyType lookup costs noticeably more than a dict's. Nothing writes to them.
+    return IndexPart(rendered, symbols, all_symbols)
+
+
+def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
+    """`index_part`, made once per index and pins: `annotate serve` rebuilds against one index,
+    so a note edit does not walk the whole index again."""
+    key = ("site_builder.context.index_part",
+           tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())), tuple(only))
+    return index.memo(key, lambda: index_part(index, upstreams, only))
+
+
+def site_context(project: "Project") -> SiteContext:
+    """The context of a build of `project`: its selected pins, index and annotations, and the
+    harness runs of its repository."""
+    from site_builder.runs import load_runs
+
+    pins = project.selected
+    part = memo_index_part(project.index, pins, project.only)
+    runs, problems = load_runs(project.config)
+    return make_context(project.index, part, project.annotations, pins, runs, problems,
+                        repo_root=project.config.repo_root)
+
+
+def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet | None,
+                 upstreams: Mapping[str, Upstream], runs: Iterable[KernelRuns] = (),
+                 runs_problems: Iterable[str] = (), repo_root: Path | None = None) -> SiteContext:
+    runs = tuple(runs)
+    run_symbols, harness_of = _harness_links(index, part, runs)
+    aset = annotations or AnnotationSet()
+    notes = {}
+    for s in part.symbols.values():
+        note = aset.for_symbol(s)
+        if note is not None:
+            notes[s.key] = note
+    overviews = {(af.upstream, af.path): af.overview for af in aset.files
+                 if af.upstream and af.path and af.overview}
+    per_file: dict[FileKey, list[str]] = {}
+    for d in aset.diagnostics:
+        where = _diagnostic_target(d, part.rendered)
+        if where:
+            per_file.setdefault(where, []).append(diagnostic_text(d))
+    return SiteContext(
+        index=index, upstreams=dict(upstreams), part=part,
+        notes=notes, courses={c.id: c for c in aset.courses}, steps=_steps(aset.courses),
+        file_overviews=overviews, file_diagnostics={k: tuple(v) for k, v in per_file.items()},
+        diagnostics=tuple(diagnostic_text(d) for d in aset.diagnostics),
+        runs=runs, runs_problems=tuple(runs_problems), run_symbols=run_symbols,
+        harness_of=harness_of, repo_root=repo_root)
+
+
+def _steps(courses: Iterable[Course]) -> dict[str, tuple[str, int]]:
+    """Step id -> (course, index); of two steps with one id, the first is linked to."""
+    out: dict[str, tuple[str, int]] = {}
+    for c in courses:
+        for i, st in enumerate(c.steps):
+            out.setdefault(st.id, (c.id, i))
+    return out
+
+
+def _harness_links(index: IndexView, part: IndexPart, runs: tuple[KernelRuns, ...]):
+    """(kernel -> the definitions its spec names, Symbol.key -> the kernels naming it)."""
+    run_symbols: dict[str, RunSymbols] = {}
+    harness_of: dict[str, tuple[str, ...]] = {}
+    for kr in runs:
+        spec = kr.spec
+        found = []
+        for qname in (*spec.symbols, *spec.launchers):
+            keys = spec_symbol_keys(index, part, spec.upstream, qname, kr.includes)
+            found.append((qname, keys))
+            for k in keys:
+                if spec.name not in harness_of.get(k, ()):
+                    harness_of[k] = harness_of.get(k, ()) + (spec.name,)
+        run_symbols[spec.name] = tuple(found)
+    return run_symbols, harness_of
+
+
+def spec_symbol_keys(index: IndexView, part: IndexPart, upstream: str, qname: str,
+                     includes: Sequence[str] = ()) -> tuple[str, ...]:
+    """The rendered definitions a harness spec's symbol names: exact qualified name first;
+    of several, those in a header the harness includes directly when there are any."""
+    try:
+        found = index.find(qname, upstream=upstream)
+    except AnnotateError:  # an unknown name stays plain text
+        return ()
+    exact = [s for s in found if s.qualified_name == qname] or found
+    direct = [s for s in exact if any(s.path == i or s.path.endswith("/" + i) for i in includes)]
+    if len({s.path for s in exact}) > 1 and direct:
+        exact = direct
+    return tuple(s.key for s in exact if s.key in part.symbols)
+
+
+def _diagnostic_target(d: Diagnostic, rendered: Mapping[FileKey, FileIndex]) -> FileKey | None:
+    f = (d.file or "").replace("\\", "/")
+    if f.endswith(".yaml"):
+        f = f[: -len(".yaml")]
+    for up, path in rendered:
+        if f.endswith(f"{up}/{path}"):
+            return up, path
+    return None
+
+
+def diagnostic_text(d: Diagnostic) -> str:
+    where = f"line {d.line}: " if d.line else ""
+    sym = f" [{d.symbol}]" if d.symbol else ""
+    return f"{d.severity}: {where}{d.message}{sym}"
+
+
+# ---- text --------------------------------------------------------------------------------
+
+def text_view(t: Text | None) -> TextView | None:
+    """An annotation text -> its rendered (sanitised) Markdown, per language."""
+    if t is None or (not t.en and not t.zh):
+        return None
+    return TextView(render_markdown(t.en), render_markdown(t.zh) if t.zh else None)
+
+
+def label(t: Text | None, default: str = "") -> Label | str:
+    """A short text (a title) in both languages, as plain text; `default` when there is none."""
+    if t is None or (not t.en and not t.zh):
+        return default
+    return Label(t.en, t.zh)
+
+
+def text_plain(t: Text | None, lang: str = "en") -> str:
+    """A text reduced to searchable plain text, in one language ("" when not written in it)."""
+    if t is None:
+        return ""
+    return plain_text(t.zh if lang == "zh" else t.en)
+
+
+# ---- links -------------------------------------------------------------------------------
+
+def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = None,
+                titled: bool = True) -> Link:
+    """A link to a function's heading, or plain text when its file is not on the site.
+
+    `titled=False` leaves out the hover title (the long lists repeat it thousands of times).
+    """
+    sym = ctx.all_symbols.get(key)
+    lab = label or (sym.qualified_name if sym else names.split_key(key)[1])
+    if sym is not None and key in ctx.symbols:
+        page, anchor = names.symbol_href_target(key)
+        return Link(lab, names.rel_href(from_page, page, anchor), f"{sym.path}:{sym.start_line}" if titled else "")
+    if not titled:
+        return Link(lab, None, "")
+    return Link(lab, None, msg("link.not_rendered", where=f"{sym.path}:{sym.start_line}") if sym else msg("link.unresolved"))
+
+
+def resolve_ref(ctx: SiteContext, ref: str) -> FileKey | Symbol | None:
+    """What a course reference ("upstream:path" or "upstream:qualified_name") names on the site:
+    a rendered file, a rendered function (the first, of several), or nothing."""
+    up, _, rest = ref.partition(":")
+    if not rest:
+        up, rest = "", ref
+    if (up, rest) in ctx.rendered:
+        return up, rest
+    return next((s for s in ctx.find(rest, upstream=up or None) if s.key in ctx.symbols), None)
+
+
+def ref_link(ctx: SiteContext, from_page: str, ref: str) -> Link:
+    """A course reference -> a link to the file's page or the function's heading."""
+    target = resolve_ref(ctx, ref)
+    if isinstance(target, Symbol):
+        return symbol_link(ctx, from_page, target.key, label=target.qualified_name)
+    if target is not None:
+        return Link(target[1], names.rel_href(from_page, names.source_page(*target)), ref)
+    return Link(ref, None, msg("link.not_found"))
+
+
+def cite_link(ctx: SiteContext, from_page: str, cite: str) -> Link:
+    """Code an answer cites: "upstream:path:first[-last]" links to the first line, a function to
+    its heading; the label is what a reader looks for ("vec_dtypes.cuh:38–41")."""
+    from annotate.notes.api import parse_cite
+
+    up, path, first, last = parse_cite(cite)
+    if first is None:
+        return ref_link(ctx, from_page, cite)
+    label = path.rsplit("/", 1)[-1] + f":{first}" + (f"–{last}" if last != first else "")
+    if (up, path) not in ctx.rendered:
+        return Link(label, None, msg("link.not_rendered", where=f"{path}:{first}"))
+    return Link(label, names.rel_href(from_page, names.source_page(up, path), names.line_anchor(first)),
+                f"{up}:{path}")
+
+
+def runs_link(ctx: SiteContext, from_page: str, kernel: str) -> Link:
+    """A link to a kernel's runs page; plain text when no such harness exists."""
+    if any(kr.spec.name == kernel for kr in ctx.runs):
+        return Link(kernel, names.rel_href(from_page, names.runs_page(kernel)), f"annotate run {kernel}")
+    return Link(kernel, None, msg("link.no_harness"))

@@ -1,0 +1,3 @@
+void decode_run(Tensor q, Tensor k, Tensor v, Tensor o);
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, decode_run);

@@ -1,0 +1,10 @@
+#include "../attn_launch.h"
+
+namespace demo {
+
+template<>
+void run_attn_<cutlass::bfloat16_t, 128, false>(Params &params) {
+    run_attn_hdim128<cutlass::bfloat16_t, false>(params);
+}
+
+}  // namespace demo
