@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from annotate.extract.oracle import (
-    DIFFERENT, PtxOracle, _run, entries, normalise_ptx, oracle_unit, ptx_blocks, ptx_flags,
+    DIFFERENT, ORACLE_TU, UNIT_MARK, PtxOracle, _run, entries, normalise_ptx, oracle_unit, ptx_blocks, ptx_flags,
 )
 
 MODULE = """
@@ -82,3 +82,45 @@ def test_flags_and_unit():
 def test_a_compile_past_its_time_is_ended():
     assert _run([sys.executable, "-c", "import time; time.sleep(30)"], {}, 0.5) is None
     assert _run([sys.executable, "-c", "print('x')"], {}, 10) == (0, "x\n")
+
+
+def test_several_units_are_one_module_with_their_names_apart():
+    a, b = _module("_Z5Otherv", 1), _module("_Z5Otherv", 1).replace("ret;", "trap;\n\tret;", 1)
+    blocks = ptx_blocks(f"{UNIT_MARK}single.cu\n{a}\n{UNIT_MARK}batch.cu\n{b}")
+    assert {"entry:single.cu/_Z6Kernelv", "entry:batch.cu/_Z6Kernelv"} <= entries(blocks)
+    assert blocks["entry:single.cu/_Z5Otherv"] != blocks["entry:batch.cu/_Z5Otherv"]
+
+
+FAKE_NVCC = """#!{python}
+import sys
+args = sys.argv[1:]
+out = args[args.index("-o") + 1]
+src = args[args.index("-o") - 1]
+if src.endswith("{tu}"):
+    print(src + "(3): error: class \\"Params\\" has already been defined")
+    sys.exit(1)
+name = src.rsplit("/", 1)[-1].split(".")[0]
+open(out, "w").write(".version 9.0\\n.visible .entry _Z%d%sv(\\n)\\n{{\\n\\tret;\\n}}\\n" % (len(name), name))
+"""
+
+
+def test_sources_that_cannot_share_a_unit_are_compiled_one_by_one(tmp_path):
+    """Two launchers that each define FlashInfer's JIT `Params`: the pinned harness does not
+    compile as one unit, so the oracle compiles each source on its own, for every test after."""
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(FAKE_NVCC.format(python=sys.executable, tu=ORACLE_TU))
+    nvcc.chmod(0o755)
+    o = PtxOracle(nvcc, tmp_path, {}, (), (), {}, separate=("single.cu", "batch.cu"))
+    o.choose_level({"90": ["-O3"], "80": ["-O3"]})
+    assert o.units == ("single.cu", "batch.cu")
+    assert any("cannot share one unit" in line and "Params" in line for line in o.stats.log)
+    assert entries(ptx_blocks(o.reference["90"])) == {"entry:single.cu/_Z6singlev", "entry:batch.cu/_Z5batchv"}
+    assert o.differs(None, "nothing") is None
+    # without sources to fall back on, the reference's error ends the run
+    import pytest
+
+    from annotate.errors import AnnotateError
+
+    with pytest.raises(AnnotateError, match="reference does not compile"):
+        PtxOracle(nvcc, tmp_path, {}, (), (), {}).choose_level({"90": ["-O3"]})
+
