@@ -82,6 +82,20 @@ def test_what_the_candidate_emits_more_is_not_a_difference(tmp_path):
     assert o.compare({"90": more.replace("ret;", "trap;\n\tret;", 1)}).startswith(DIFFERENT + ": _Z5Otherv")
 
 
+def test_internal_names_are_normalised_whole():
+    """The internal namespace's name holds the file path's hash and, in a unit of several
+    sources' configs, a number that changes with the unit's content: all of it goes."""
+    from annotate.harness.sassdiff import normalise_internal
+
+    a = "call _ZN60_INTERNAL_7824549a_23_single_decode_kernel_cu_301be8f6_2496924__cvta_generic_to_sharedEPKv,"
+    b = "call _ZN61_INTERNAL_0badf00d_23_single_decode_kernel_cu_0badf00d_10000024__cvta_generic_to_sharedEPKv,"
+    assert normalise_internal(a) == normalise_internal(b) == "call _ZN13_INTERNAL_TU_24__cvta_generic_to_sharedEPKv,"
+    # the digits before a name may end the previous one (`foo2` then `60_INTERNAL_…`)
+    assert normalise_internal("_Z4foo260_INTERNAL_7824549a_23_single_decode_kernel_cu_301be8f6_249691fv") == \
+        "_Z4foo213_INTERNAL_TU_1fv"
+    assert normalise_internal("_ZN42_INTERNAL_33a620dd_11_launcher_cu_3eb233594helpEv") == "_ZN13_INTERNAL_TU_4helpEv"
+
+
 def test_flags_and_unit():
     flags = ptx_flags(["-O3", "-gencode=arch=compute_90,code=sm_90", "-std=c++17"], "80")
     assert flags == ["-O3", "-std=c++17", "-arch=sm_80", "-Xcicc", "-O0"]

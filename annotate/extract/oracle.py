@@ -38,8 +38,8 @@ from annotate.errors import AnnotateError
 MARKER = "#pragma annotate_piece "
 _MARKER_RE = re.compile(r"^\s*#\s*pragma\s+annotate_piece\s+(\d+)", re.M)
 # Internal-linkage names embed a hash of the translation unit's path
-# (_ZN42_INTERNAL_33a620dd_11_launcher_cu_3eb23359...): two folders must compare equal.
-_INTERNAL_RE = re.compile(r"_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}")
+# (_ZN42_INTERNAL_33a620dd_11_launcher_cu_3eb23359...): two folders must compare equal
+# (annotate.harness.sassdiff.normalise_internal).
 ORACLE_TU = "annotate_oracle.cu"
 TIMEOUT = "timed out"
 DIFFERENT = "different PTX"
@@ -50,8 +50,10 @@ def oracle_unit(sources: Sequence[str]) -> str:
 
 
 def normalise_ptx(text: str) -> str:
+    from annotate.harness.sassdiff import normalise_internal
+
     lines = [ln for ln in text.splitlines() if not ln.startswith("//")]
-    return _INTERNAL_RE.sub("_TU_", "\n".join(lines))
+    return normalise_internal("\n".join(lines))
 
 
 # Labels and frames are numbered by the function's position in the module; a kernel left out
