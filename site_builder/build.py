@@ -149,6 +149,9 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
     for kr in ctx.runs:
         rp = run_views.runs_page(ctx, kr)
         other(rp.page, _digest(repr(rp)), lambda rp=rp: render.render_runs(rp))
+    for td in ctx.traces:  # a page per traced entry point, keyed by its model like the runs pages
+        tp = site_pages.trace_page(ctx, td)
+        other(tp.page, _digest(repr(tp)), lambda tp=tp: render.render_trace(tp))
     error = site_pages.error_page()
     other(error.page, _digest(repr(error)), lambda: render.render_error(error))
     other(names.SEARCH_INDEX, index_key(ctx) + site_pages.search_digest(ctx),

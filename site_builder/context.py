@@ -8,21 +8,24 @@ Plain typed data only: no source text, no markup (Markdown is rendered by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from annotate.errors import AnnotateError, Diagnostic
 # which files are sources, and in which language, is the index's decision (one function for both)
-from annotate.index.model import CallEdge, FileIndex, IndexView, Symbol, language_of
-from annotate.notes.model import AnnotationSet, Course, FunctionNote, Text
+from annotate.index.model import CallEdge, FileIndex, IndexView, MacroDef, Symbol, TypeDef, language_of
+from annotate.notes.model import AnnotationSet, Course, FunctionNote, MacroNote, Text, TypeNote
 from annotate.upstreams import Upstream
 from site_builder import names
+from site_builder.compiled import CompiledSite, compiled_site
 from site_builder.markdown import plain_text, render_markdown
 from site_builder.model import Label, Link, TextView, msg
 from site_builder.runs import KernelRuns
+from site_builder.traces import TraceData
 
 if TYPE_CHECKING:
+    from annotate.harness.compiled import CompiledView
     from annotate.project import Project
 
 FileKey = tuple[str, str]  # (upstream, path)
@@ -59,6 +62,15 @@ class SiteContext:
     run_symbols: Mapping[str, RunSymbols]  # kernel -> the definitions its spec names
     harness_of: Mapping[str, tuple[str, ...]]  # Symbol.key -> kernels whose spec names it
     repo_root: Path | None = None  # record and spec paths are shown relative to it
+    # TypeDef.key / MacroDef.key -> the reviewer's note (definitions in rendered files only)
+    type_notes: Mapping[str, TypeNote] = field(default_factory=dict)
+    macro_notes: Mapping[str, MacroNote] = field(default_factory=dict)
+    annotations: AnnotationSet = field(default_factory=AnnotationSet)
+    compiled: CompiledSite = field(default_factory=CompiledSite)  # the committed SASS, facts, profiles
+    any_type_notes: bool = False  # some type or macro is annotated (in any file: users link to it)
+    noted_files: frozenset[FileKey] = frozenset()  # rendered files with an annotated type or macro
+    traces: tuple[TraceData, ...] = ()  # the traced entry points (annotate trace), in the rules' order
+    trace_of: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # Symbol.key -> entries through it
 
     @property
     def rendered(self) -> Mapping[FileKey, FileIndex]:
@@ -128,19 +140,24 @@ def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: S
 
 def site_context(project: "Project") -> SiteContext:
     """The context of a build of `project`: its selected pins, index and annotations, and the
-    harness runs of its repository."""
+    harness runs of its repository with the compiled view committed for each."""
+    from annotate.harness.compiled import load_compiled
     from site_builder.runs import load_runs
+    from site_builder.traces import load_traces
 
     pins = project.selected
     part = memo_index_part(project.index, pins, project.only)
     runs, problems = load_runs(project.config)
+    # read once per build: every committed SASS record, fact report, identity card and profile
+    compiled = [load_compiled(project.config, kr.spec.name) for kr in runs]
     return make_context(project.index, part, project.annotations, pins, runs, problems,
-                        repo_root=project.config.repo_root)
+                        repo_root=project.config.repo_root, compiled=compiled, traces=load_traces(project))
 
 
 def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet | None,
                  upstreams: Mapping[str, Upstream], runs: Iterable[KernelRuns] = (),
-                 runs_problems: Iterable[str] = (), repo_root: Path | None = None) -> SiteContext:
+                 runs_problems: Iterable[str] = (), repo_root: Path | None = None,
+                 compiled: Iterable["CompiledView"] = (), traces: Iterable[TraceData] = ()) -> SiteContext:
     runs = tuple(runs)
     run_symbols, harness_of = _harness_links(index, part, runs)
     aset = annotations or AnnotationSet()
@@ -149,6 +166,21 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
         note = aset.for_symbol(s)
         if note is not None:
             notes[s.key] = note
+    type_notes: dict[str, TypeNote] = {}
+    macro_notes: dict[str, MacroNote] = {}
+    for t in aset.types():
+        if t.typedef is not None and (t.typedef.upstream, t.typedef.path) in part.rendered:
+            type_notes.setdefault(t.typedef.key, t)
+    for m in aset.macros():
+        if m.macro is not None and (m.macro.upstream, m.macro.path) in part.rendered:
+            macro_notes.setdefault(m.macro.key, m)
+    site = compiled_site(compiled, part.rendered, {k: dict(v) for k, v in run_symbols.items()})
+    traces = tuple(t for t in traces if t.entry_key in part.all_symbols)
+    trace_of: dict[str, tuple[str, ...]] = {}
+    for t in traces:
+        for key in t.through:
+            if t.entry not in trace_of.get(key, ()):
+                trace_of[key] = trace_of.get(key, ()) + (t.entry,)
     overviews = {(af.upstream, af.path): af.overview for af in aset.files
                  if af.upstream and af.path and af.overview}
     per_file: dict[FileKey, list[str]] = {}
@@ -162,7 +194,12 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
         file_overviews=overviews, file_diagnostics={k: tuple(v) for k, v in per_file.items()},
         diagnostics=tuple(diagnostic_text(d) for d in aset.diagnostics),
         runs=runs, runs_problems=tuple(runs_problems), run_symbols=run_symbols,
-        harness_of=harness_of, repo_root=repo_root)
+        harness_of=harness_of, repo_root=repo_root, type_notes=type_notes, macro_notes=macro_notes,
+        annotations=aset, compiled=site,
+        any_type_notes=any(True for _ in aset.types()) or any(True for _ in aset.macros()),
+        noted_files=frozenset((n.definition.upstream, n.definition.path)
+                              for n in (*type_notes.values(), *macro_notes.values())),
+        traces=traces, trace_of=trace_of)
 
 
 def _steps(courses: Iterable[Course]) -> dict[str, tuple[str, int]]:
@@ -263,6 +300,21 @@ def symbol_link(ctx: SiteContext, from_page: str, key: str, label: str | None = 
     return Link(lab, None, msg("link.not_rendered", where=f"{sym.path}:{sym.start_line}") if sym else msg("link.unresolved"))
 
 
+def definition_link(ctx: SiteContext, from_page: str, d: TypeDef | MacroDef, label: str | None = None) -> Link:
+    """A link to a type or a macro: its note's heading when annotated, else its first line;
+    plain text when its file is not on the site."""
+    what = "macro" if isinstance(d, MacroDef) else "type"
+    lab = label or (d.qualified_name + (f"<{d.specialization}>" if what == "type" and d.specialization else ""))
+    where = f"{d.path}:{d.start_line}"
+    if (d.upstream, d.path) not in ctx.rendered:
+        return Link(lab, None, msg("link.not_rendered", where=where))
+    if d.key in (ctx.macro_notes if what == "macro" else ctx.type_notes):
+        page, anchor = names.definition_href_target(d.key, what)
+    else:
+        page, anchor = names.source_page(d.upstream, d.path), names.line_anchor(d.start_line)
+    return Link(lab, names.rel_href(from_page, page, anchor), where)
+
+
 def resolve_ref(ctx: SiteContext, ref: str) -> FileKey | Symbol | None:
     """What a course reference ("upstream:path" or "upstream:qualified_name") names on the site:
     a rendered file, a rendered function (the first, of several), or nothing."""
@@ -297,6 +349,11 @@ def cite_link(ctx: SiteContext, from_page: str, cite: str) -> Link:
         return Link(label, None, msg("link.not_rendered", where=f"{path}:{first}"))
     return Link(label, names.rel_href(from_page, names.source_page(up, path), names.line_anchor(first)),
                 f"{up}:{path}")
+
+
+def trace_link(ctx: SiteContext, from_page: str, entry: str) -> Link:
+    """A link to a traced entry point's page (the rules' name of the entry as its label)."""
+    return Link(entry, names.rel_href(from_page, names.trace_page(entry)), f"annotate trace {entry}")
 
 
 def runs_link(ctx: SiteContext, from_page: str, kernel: str) -> Link:

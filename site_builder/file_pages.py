@@ -2,36 +2,46 @@
 marks on its lines and the panels around each definition. No source text: `site_builder.code`
 adds the tokenised lines in the worker processes.
 
-What a page shows beyond the code comes from *sources*, listed in two tables:
-- `MARK_SOURCES`: per-line marks (today the index's memory facts). A source gives each
-  definition's marks, a legend title and a label per kind;
-- `PANEL_SOURCES`: per-definition panels (today the cross-reference list, the call graph, the
-  reviewer's note and the list of detected memory facts). A source gives a definition's panels
-  and, unless they follow from the index alone, a key of what else they depend on (for the
-  page's cache key).
-A new source (SASS instruction classes, profiler samples, types and macros, resource cards) is
-one entry in a table, a function, and for a new panel type a dataclass in `model.py` and a
-macro in `templates/panels.html.jinja2`.
+What a page shows beyond the code comes from *sources*, listed in three tables:
+- `MARK_SOURCES`: per-line marks: the index's memory facts (with the compiler's verdict on
+  each), the SASS each line compiled to, and its share of a profiled launch's warp samples. A
+  source gives each function's marks (and those of lines no function owns), a legend title and
+  a label per kind;
+- `PANEL_SOURCES`: per-function panels: the cross-reference list, the compiled resources, the
+  annotated types and macros it uses, the call graph, the reviewer's note and the list of
+  detected memory facts. A source gives a function's panels and, unless they follow from the
+  index alone, a key of what else they depend on (for the page's cache key);
+- `DEFINITION_SOURCES`: definitions drawn besides the functions: the annotated types and
+  macros, each with its own heading, panels and notes at its lines.
+A new source is one entry in a table, a function, and for a new panel type a dataclass in
+`model.py` and a macro in `templates/panels.html.jinja2`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable, Mapping
 
 # which files are sources, and in which language, is the index's decision (one function for both)
-from annotate.index.model import CallEdge, FileIndex, MemoryFact, Symbol, language_of
-from annotate.notes.model import FunctionNote
+from annotate.index.model import CallEdge, FileIndex, MacroDef, MemoryFact, Symbol, TypeDef, Use, language_of
+from annotate.notes.model import FunctionNote, InlineNote, MacroNote, TypeNote
 from site_builder import graph, names
-from site_builder.context import SiteContext, label, ref_link, runs_link, symbol_link, text_view
+from site_builder.compiled import (
+    MAX_ON_MARK, OPCODE_FAMILIES, PLAIN, PLAIN_CSS, FileCompiled, LineEntry, ProfiledLine, counts_text,
+    fact_verdict, family, named_counts,
+)
+from site_builder.context import (SiteContext, definition_link, label, ref_link, runs_link, symbol_link,
+                                  text_view, trace_link)
 from site_builder.facts import fact_label, fact_style
 from site_builder.model import (
     CallGraph,
     CallNote,
     CallNotesPanel,
     CodeLink,
+    CompiledRef,
     Crumb,
     DefinitionView,
     FilePlan,
@@ -41,14 +51,26 @@ from site_builder.model import (
     LegendEntry,
     Link,
     Mark,
+    MarkCheck,
     MarkListPanel,
+    MemberNoteView,
     Msg,
     MemoryPanel,
     MemoryView,
     NoteLinksPanel,
     NoteView,
     Panel,
+    ProfileBody,
+    ProfileView,
+    ResourceRow,
+    ResourcesPanel,
+    SassBlock,
+    SassBody,
+    StallView,
     TextPanel,
+    TracePathPanel,
+    UsersPanel,
+    UsesPanel,
     XRef,
     XRefPanel,
     msg,
@@ -56,7 +78,12 @@ from site_builder.model import (
 
 MAX_CALLERS = 12  # callers listed per function (the rest are counted)
 MAX_SITES = 3  # call sites listed per caller/callee pair
+MAX_USERS = 12  # functions listed as users of a type or macro
+MAX_SASS_LINES = 48  # SASS instructions listed per instantiation and line (the rest: `annotate sass`)
+MAX_STALLS = 4  # stall reasons listed per profiled line
 FACT_SOURCE = "fact"
+SASS_SOURCE = "sass"
+PROFILE_SOURCE = "profile"
 
 
 @dataclass(frozen=True)
@@ -70,13 +97,82 @@ class FileScope:
     fi: FileIndex
     edges_by_caller: Mapping[str, tuple[CallEdge, ...]]
     facts_by_symbol: Mapping[str, tuple[MemoryFact, ...]]
+    compiled: FileCompiled | None = None  # what the committed SASS records say about this file
 
     def note(self, sym: Symbol) -> FunctionNote | None:
         return self.ctx.notes.get(sym.key)
 
-    def marks(self, sym: Symbol) -> tuple[Mark, ...]:
-        """A definition's marks, every source's."""
+    def marks(self, sym: Symbol | None) -> tuple[Mark, ...]:
+        """A function's marks, every source's (`None`: the marks of lines no function owns)."""
         return tuple(m for src in MARK_SOURCES for m in src.marks(self, sym))
+
+    @cached_property
+    def _compiled_owner(self) -> dict[int, str | None]:
+        """Each line the compiled view has something on -> the Symbol.key of the innermost
+        function holding it (None: no function does)."""
+        fc = self.compiled
+        if fc is None:
+            return {}
+        syms = sorted(self.fi.symbols, key=lambda s: (s.start_line, -s.end_line))
+        out: dict[int, str | None] = {}
+        for line in sorted(set(fc.sass) | set(fc.profiles)):
+            owner = None
+            for s in syms:  # later starts are nested deeper (or follow): the last match is innermost
+                if s.start_line > line:
+                    break
+                if line <= s.end_line:
+                    owner = s.key
+            out[line] = owner
+        return out
+
+    @cached_property
+    def refs(self) -> dict[tuple, str]:
+        """(kernel, arch, mangled) of each instantiation, (kernel, shape, function) of each profiled
+        launch, with code or samples on this page -> its number on the page ("1", "P1"): newest
+        arch first, then in the order the lines meet them."""
+        fc = self.compiled
+        if fc is None:
+            return {}
+        seen: dict[tuple, int] = {}
+        for entries in fc.sass.values():
+            for e in entries:
+                seen.setdefault((e.kernel, e.sass.arch, e.sass.function.mangled), len(seen))
+        order = sorted(seen, key=lambda k: (-_arch_number(k[1]), seen[k]))
+        out = {k: str(i + 1) for i, k in enumerate(order)}
+        prof: dict[tuple, tuple] = {}
+        for entries in fc.profiles.values():
+            for p in entries:
+                if p.line.samples > 0:
+                    prof.setdefault((p.kernel, p.shape, p.function), (not p.current, len(prof)))
+        for i, k in enumerate(sorted(prof, key=lambda k: prof[k])):
+            out[k] = f"P{i + 1}"
+        return out
+
+    def compiled_refs(self) -> tuple[CompiledRef, ...]:
+        from annotate.harness.ptxas import short_kernel_name
+
+        fc = self.compiled
+        if fc is None:
+            return ()
+        found: dict[str, CompiledRef] = {}
+        for entries in fc.sass.values():
+            for e in entries:
+                ref = self.refs[(e.kernel, e.sass.arch, e.sass.function.mangled)]
+                if ref not in found:
+                    found[ref] = CompiledRef(ref, _runs_link(self.ctx, self.page, e.kernel), e.sass.arch,
+                                             e.sass.function.short_name(200))
+        for entries in fc.profiles.values():
+            for p in entries:
+                ref = self.refs.get((p.kernel, p.shape, p.function))
+                if ref is not None and ref not in found:
+                    found[ref] = CompiledRef(ref, _runs_link(self.ctx, self.page, p.kernel), "",
+                                             short_kernel_name(p.function, 200), p.shape, p.device, p.current)
+        return tuple(sorted(found.values(), key=lambda r: (r.ref.startswith("P"), int(r.ref.lstrip("P")))))
+
+    def compiled_lines(self, sym: Symbol | None) -> list[int]:
+        """The lines with compiled data that `sym` (None: no function) owns."""
+        key = sym.key if sym is not None else None
+        return [n for n, k in self._compiled_owner.items() if k == key]
 
 
 # ---- mark sources ------------------------------------------------------------------------
@@ -85,19 +181,173 @@ class FileScope:
 class MarkSource:
     name: str  # Mark.source
     legend_title: Msg
-    marks: Callable[[FileScope, Symbol], Iterable[Mark]]  # one definition's marks
+    marks: Callable[[FileScope, Symbol | None], Iterable[Mark]]  # a function's marks (None: lines no function owns)
     label: Callable[[str], str | Msg]  # a kind's label in the legend
 
 
-def fact_marks(scope: FileScope, sym: Symbol) -> Iterable[Mark]:
-    """The memory facts the index's rules found in a definition."""
+def fact_marks(scope: FileScope, sym: Symbol | None) -> Iterable[Mark]:
+    """The memory facts the index's rules found in a function, each with the compiler's verdict
+    where a committed fact report checked it (joined by line and rule; the words stay the index's)."""
+    if sym is None:
+        return
+    checked = scope.compiled.facts if scope.compiled is not None else {}
     for f in sorted(scope.facts_by_symbol.get(sym.key, ()), key=lambda f: (f.line, f.kind)):
         abbr, css = fact_style(f.kind)
-        yield Mark(FACT_SOURCE, f.kind, f.line, abbr, css, f.detail)
+        yield Mark(FACT_SOURCE, f.kind, f.line, abbr, css, f.detail, check=fact_check(checked.get((f.line, f.rule), ())))
+
+
+CHECK_SIGNS = {"confirmed": ("ok", "✓"), "nearby": ("near", "≈"), "not-confirmed": ("no", "✗"), "no-code": ("none", "∅")}
+
+
+def fact_check(checks) -> MarkCheck | None:
+    v = fact_verdict(checks)
+    if v is None:
+        return None
+    state, sign = CHECK_SIGNS[v.status]
+    ops, recs = counts_text(v.opcodes, 4) or "—", records_text(v.records)
+    if v.status == "confirmed":
+        title = msg("check.ok", found=ops, records=recs)
+    elif v.status == "nearby":
+        title = msg("check.near", found=ops, line=v.near_line or 0, records=recs)
+    elif v.status == "not-confirmed":
+        title = msg("check.no", found=ops, records=recs)
+    else:
+        title = msg("check.none", records=recs)
+    return MarkCheck(state, sign, title)
+
+
+def records_text(records: Iterable[str]) -> str:
+    """Record labels grouped by kernel: "decode_kernel.sm90", "decode_kernel.sm80" ->
+    "decode_kernel sm90/80"."""
+    by_kernel: dict[str, list[str]] = {}
+    for r in records:
+        kernel, _, arch = r.rpartition(".sm")
+        by_kernel.setdefault(kernel or r, []).append(arch)
+    return ", ".join(f"{k} sm" + "/".join(a for a in archs if a) if any(archs) else k for k, archs in by_kernel.items())
+
+
+def sass_marks(scope: FileScope, sym: Symbol | None) -> Iterable[Mark]:
+    """What each line compiled to in the catalog kernels' featured instantiations: a marker
+    naming its memory, tensor-core, shuffle and barrier opcodes (those of the calls inlined at
+    the line too), or counting its instructions; it expands into the SASS per kernel and arch."""
+    if scope.compiled is None:
+        return
+    for line in scope.compiled_lines(sym):
+        entries = scope.compiled.sass.get(line)
+        if entries:
+            mark = _sass_mark(scope, line, entries)
+            if mark is not None:
+                yield mark
+
+
+def _sass_mark(scope: FileScope, line: int, entries: tuple[LineEntry, ...]) -> Mark | None:
+    newest = entries[0].sass.arch
+    # the marker tells the largest instantiation of the newest arch; the expansion tells them all
+    lead = max((e for e in entries if e.sass.arch == newest), key=lambda e: sum(e.sass.line.counts.values()))
+    own = sum(lead.sass.line.counts.values())
+    merged: Counter = Counter(lead.sass.line.counts)
+    merged.update(lead.sass.line.via)
+    named = named_counts(merged)
+    if not own and not named:
+        return None
+    if named:
+        kind = family(named[0][0])
+        abbr = " ".join(f"{op}×{n}" if n > 1 else op for op, n in named[:MAX_ON_MARK])
+        abbr += " …" if len(named) > MAX_ON_MARK else ""
+        css = OPCODE_FAMILIES[kind][1]
+    else:
+        kind, abbr, css = PLAIN, str(own), PLAIN_CSS
+    title = msg("sass.mark_title", n=own, arch=newest, kernel=lead.kernel, count=len(entries))
+    return Mark(SASS_SOURCE, kind, line, abbr, "sm " + css, title, body=_sass_body(scope, line, entries))
+
+
+def _sass_body(scope: FileScope, line: int, entries: tuple[LineEntry, ...]) -> SassBody:
+    blocks = []
+    for e in entries:
+        ls = e.sass.line
+        blocks.append(SassBlock(
+            scope.refs[(e.kernel, e.sass.arch, e.sass.function.mangled)], e.sass.arch,
+            counts_text(ls.counts), counts_text(ls.via) if ls.via else "",
+            tuple(ls.sass[:MAX_SASS_LINES]), max(0, len(ls.sass) - MAX_SASS_LINES)))
+    where = f"{scope.upstream}:{scope.path}:{line}"
+    return SassBody(tuple(blocks), f"annotate sass {entries[0].kernel} --line {where}")
+
+
+def _runs_link(ctx: SiteContext, page: str, kernel: str) -> Link:
+    """A harness's runs page, without the hover text (these repeat on every marker's list)."""
+    link = runs_link(ctx, page, kernel)
+    return Link(link.label, link.href) if link.href else link
+
+
+def _arch_number(arch: str) -> int:
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def sass_label(kind: str) -> str | Msg:
+    from site_builder.i18n import catalogue
+
+    mid = "sass.op." + kind
+    return Msg(mid) if mid in catalogue() else kind
+
+
+def profile_marks(scope: FileScope, sym: Symbol | None) -> Iterable[Mark]:
+    """A profiled line's share of its launch's warp samples (Nsight Compute, from a GPU run), as
+    a small bar; it expands into the samples by stall reason and the instructions executed. A
+    profile measured on an older build of the harness than the committed SASS is marked so."""
+    if scope.compiled is None:
+        return
+    for line in scope.compiled_lines(sym):
+        entries = [p for p in scope.compiled.profiles.get(line, ()) if p.line.samples > 0 and p.kernel_samples > 0]
+        if not entries:
+            continue
+        entries.sort(key=lambda p: (not p.current, -p.line.samples / p.kernel_samples))
+        lead = entries[0]
+        share = 100.0 * lead.line.samples / lead.kernel_samples
+        kind = "current" if lead.current else "old"
+        title = (msg("profile.mark_title", share=_pct(share), kernel=lead.kernel, shape=lead.shape) if lead.current
+                 else msg("profile.mark_title_old", share=_pct(share), kernel=lead.kernel, shape=lead.shape))
+        yield Mark(PROFILE_SOURCE, kind, line, _pct(share), "pm" + ("" if lead.current else " old"), title,
+                   body=ProfileBody(tuple(_profile_view(scope, p) for p in entries)),
+                   bar=max(1, min(100, round(share))))
+
+
+def _profile_view(scope: FileScope, p: ProfiledLine) -> ProfileView:
+    ln = p.line
+    share = 100.0 * ln.samples / p.kernel_samples
+    stalls = sorted(ln.stalls.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_STALLS]
+    extras = []
+    if ln.l2_excessive:
+        extras.append(msg("profile.l2_excess", n=f"{ln.l2_excessive:,}"))
+    if ln.smem_excessive:
+        extras.append(msg("profile.smem_excess", n=f"{ln.smem_excessive:,}"))
+    if ln.divergent_branches:
+        extras.append(msg("profile.divergent", n=f"{ln.divergent_branches:,}"))
+    return ProfileView(
+        scope.refs[(p.kernel, p.shape, p.function)], p.current, ln.samples, _pct(share), max(1, min(100, round(share))),
+        tuple(StallView(stall_label(r), n, round(100 * n / ln.samples) if ln.samples else 0) for r, n in stalls),
+        f"{ln.instructions:,}", tuple(extras))
+
+
+def stall_label(reason: str) -> str | Msg:
+    from site_builder.i18n import catalogue
+
+    mid = "stall." + reason
+    return Msg(mid) if mid in catalogue() else reason.replace("_", " ")
+
+
+def profile_label(kind: str) -> str | Msg:
+    return msg("profile.legend_old") if kind == "old" else msg("profile.legend_current")
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1f}%" if x >= 0.05 else "<0.1%"
 
 
 MARK_SOURCES: tuple[MarkSource, ...] = (
     MarkSource(FACT_SOURCE, msg("legend.facts"), fact_marks, fact_label),
+    MarkSource(SASS_SOURCE, msg("legend.sass"), sass_marks, sass_label),
+    MarkSource(PROFILE_SOURCE, msg("legend.profile"), profile_marks, profile_label),
 )
 
 
@@ -180,9 +430,57 @@ def fact_list_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
     """An annotated function lists its detected memory facts beside the reviewer's memory notes."""
     if scope.note(sym) is None:
         return
-    facts = tuple(m for m in scope.marks(sym) if m.source == FACT_SOURCE)
+    facts = tuple(fact_marks(scope, sym))
     if facts:
         yield MarkListPanel(40, msg("note.facts"), facts)
+
+
+def resource_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
+    """A kernel a harness compiles: registers, shared memory, spills and instruction mix of each
+    instantiation in the committed SASS records, the newest arch's first featured one summed up."""
+    found = scope.ctx.compiled.instantiations.get(sym.key)
+    if not found:
+        return
+    # the instantiations whose lines the pages show (all of them are on the runs page)
+    rows = tuple(resource_row(scope.ctx, scope.page, i.kernel, i.arch, i.function) for i in found if i.function.files)
+    lead = next((i for i in found if i.function.files), found[0])
+    fn = lead.function
+    summary = msg("resources.summary", arch=lead.arch, registers=_dash(fn.registers), smem=_dash(fn.smem_static),
+                  spills=_dash(None if fn.spill_stores is None else (fn.spill_stores or 0) + (fn.spill_loads or 0)),
+                  instructions=f"{fn.instructions:,}", n=len(found))
+    yield ResourcesPanel(12, summary, rows, len(found))
+
+
+def resource_row(ctx: SiteContext, page: str, kernel: str, arch: str, fn) -> ResourceRow:
+    spills = "—" if fn.spill_stores is None else f"{fn.spill_stores} / {fn.spill_loads or 0}"
+    named = named_counts(fn.mix)
+    return ResourceRow(_runs_link(ctx, page, kernel), arch, fn.short_name(200), _dash(fn.registers),
+                       _dash(fn.smem_static), _dash(fn.stack), spills, f"{fn.instructions:,}",
+                       " ".join(f"{op}×{n}" if n > 1 else op for op, n in named), bool(fn.files))
+
+
+def _dash(x) -> str:
+    return "—" if x is None else str(x)
+
+
+def uses_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
+    """The annotated types and macros a function uses (`Index.uses_by`, `AnnotationSet.for_use`),
+    each linking to its note."""
+    ctx = scope.ctx
+    if not ctx.any_type_notes:
+        return
+    seen: dict[str, tuple[Link, Msg]] = {}
+    for u in ctx.index.uses_by(sym):
+        for n in ctx.annotations.for_use(u):
+            d = n.definition
+            if d is not None and d.key not in seen:
+                seen[d.key] = (definition_link(ctx, scope.page, d), _kind_msg(d))
+    if seen:
+        yield UsesPanel(5, tuple(seen.values()))
+
+
+def _kind_msg(d: TypeDef | MacroDef) -> Msg:
+    return msg("kind.macro") if isinstance(d, MacroDef) else kind_label(d.kind)  # type: ignore[return-value]
 
 
 def _panels_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callable[[FileScope, Symbol], str]:
@@ -192,11 +490,159 @@ def _panels_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Call
     return key
 
 
+def _any_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callable[[FileScope, Symbol], str]:
+    """The key of a source whose panels may appear on any definition: their repr."""
+    def key(scope: FileScope, sym: Symbol) -> str:
+        found = tuple(panels(scope, sym))
+        return repr(found) if found else ""
+    return key
+
+
+def trace_panels(scope: FileScope, sym: Symbol) -> Iterable[Panel]:
+    """A function on a traced chain: "on the path of" the entry points, each linking to its trace."""
+    entries = scope.ctx.trace_of.get(sym.key)
+    if entries:
+        yield TracePathPanel(4, tuple(trace_link(scope.ctx, scope.page, e) for e in entries))
+
+
 PANEL_SOURCES: tuple[PanelSource, ...] = (
     PanelSource("xrefs", xref_panels, None),  # `open` follows the note, which the notes' key covers
+    PanelSource("traces", trace_panels, _any_repr(trace_panels)),
+    PanelSource("uses", uses_panels, _any_repr(uses_panels)),
+    PanelSource("resources", resource_panels, _any_repr(resource_panels)),
     PanelSource("graph", graph_panels, graph_key),
     PanelSource("notes", note_panels, _panels_repr(note_panels)),
     PanelSource("fact-list", fact_list_panels, _panels_repr(fact_list_panels)),
+)
+
+
+# ---- definitions besides the functions: annotated types and macros -------------------------------
+
+@dataclass(frozen=True)
+class DefinitionSource:
+    name: str
+    definitions: Callable[[FileScope], Iterable[DefinitionView]]  # their views are their own key
+
+
+def type_definitions(scope: FileScope) -> Iterable[DefinitionView]:
+    """Each annotated type of the file: summary and layout beside its heading, a note per member
+    beside the member's line, the in-body notes, its users and course links."""
+    ctx = scope.ctx
+    if (scope.upstream, scope.path) not in ctx.noted_files:
+        return
+    for t in scope.fi.types:
+        note = ctx.type_notes.get(t.key)
+        if note is None:
+            continue
+        aside: list[Panel] = []
+        for order, title, text in ((10, "note.summary", note.summary), (20, "note.layout", note.layout)):
+            tv = text_view(text)
+            if tv:
+                aside.append(TextPanel(order, msg(title), tv))
+        users = _users_panel(scope, ctx.index.type_users(t), msg("users.type"))
+        aside += [users] if users else []
+        aside += _course_panel(ctx, scope.page, note.course)
+        members = [(fn.name, line, text_view(fn.text)) for fn in note.fields for line in fn.lines]
+        name = t.qualified_name + (f"<{t.specialization}>" if t.specialization else "")
+        yield _definition(scope, t.key, names.type_anchor(t.key), t.name, name, t.kind, t.signature,
+                          t.start_line, t.end_line, note, tuple(aside), _def_notes(note.notes, members, note), "type")
+
+
+def macro_definitions(scope: FileScope) -> Iterable[DefinitionView]:
+    """Each annotated macro of the file: summary and what an invocation expands to beside its
+    `#define`, the in-body notes, where it is invoked and course links."""
+    ctx = scope.ctx
+    if (scope.upstream, scope.path) not in ctx.noted_files:
+        return
+    for m in scope.fi.macros:
+        note = ctx.macro_notes.get(m.key)
+        if note is None:
+            continue
+        aside: list[Panel] = []
+        for order, title, text in ((10, "note.summary", note.summary), (20, "note.expands_to", note.expands_to)):
+            tv = text_view(text)
+            if tv:
+                aside.append(TextPanel(order, msg(title), tv))
+        users = _users_panel(scope, ctx.index.macro_users(m), msg("users.macro"))
+        aside += [users] if users else []
+        aside += _course_panel(ctx, scope.page, note.course)
+        yield _definition(scope, m.key, names.macro_anchor(m.key), m.name, m.name, "macro", m.signature,
+                          m.start_line, m.end_line, note, tuple(aside), _def_notes(note.notes, [], note), "macro")
+
+
+def _definition(scope: FileScope, key: str, anchor: str, name: str, qname: str, kind: str, signature: str,
+                start: int, end: int, note: TypeNote | MacroNote, aside: tuple[Panel, ...],
+                inline: tuple[InlineNoteView, ...], what: str) -> DefinitionView:
+    return DefinitionView(
+        key=key, anchor=anchor, name=name, qualified_name=qname, kind=kind,
+        kind_label=msg("kind.macro") if what == "macro" else kind_label(kind), signature=signature,
+        start_line=start, end_line=end,
+        source_url=scope.ctx.upstreams[scope.upstream].source_url(scope.path, start),
+        note=_def_status(note), harnesses=(), head=(), aside=tuple(sorted(aside, key=lambda p: p.order)),  # type: ignore[attr-defined]
+        marks=(), inline_notes=inline, what=what)
+
+
+def _def_status(note: TypeNote | MacroNote) -> NoteView:
+    status = note.status or "ok"
+    message: Msg | str = ""
+    if status == "stale":
+        message = (msg("note.stale_def_fingerprint", seen=note.fingerprint, now=note.current_fingerprint or "?")
+                   if note.fingerprint else msg("note.stale_def"))
+    elif status not in ("ok", "unfingerprinted"):
+        message = msg("note.status", status=status)
+    return NoteView(status, message)
+
+
+def _def_notes(notes: Iterable[InlineNote], members: list[tuple[str, int, object]],
+               note: TypeNote | MacroNote) -> tuple[InlineNoteView, ...]:
+    """In-body notes and member notes, one row note per line (members declared on one line,
+    `int b, seqlen_q;`, share it)."""
+    stale = note.status == "stale"
+    by_line: dict[int, InlineNoteView] = {}
+    for n in notes:
+        tv = text_view(n.text)
+        if n.line and tv and n.line not in by_line:
+            by_line[n.line] = InlineNoteView(n.line, max(n.end_line or n.line, n.line), n.at, tv, stale)
+    mem: dict[int, list[MemberNoteView]] = defaultdict(list)
+    for name, line, tv in members:
+        if tv is not None:
+            mem[line].append(MemberNoteView(name, tv))  # type: ignore[arg-type]
+    for line, ms in mem.items():
+        old = by_line.get(line)
+        if old is None:
+            by_line[line] = InlineNoteView(line, line, ", ".join(m.name for m in ms), None, stale, tuple(ms))
+        else:
+            by_line[line] = InlineNoteView(old.line, old.end_line, old.at, old.text, stale, tuple(ms))
+    return tuple(v for _, v in sorted(by_line.items()))
+
+
+def _users_panel(scope: FileScope, uses: list[Use], title: Msg) -> UsersPanel | None:
+    """Functions using a type or invoking a macro, each with its first use linked."""
+    groups: dict[str, list[Use]] = {}
+    for u in sorted(uses, key=lambda u: (u.path != scope.path, u.path, u.line)):
+        groups.setdefault(u.user, []).append(u)
+    if not groups:
+        return None
+    users = []
+    for user, us in list(groups.items())[:MAX_USERS]:
+        up = names.split_key(user)[0]
+        shown = (up, us[0].path) in scope.ctx.rendered
+        site_page = names.source_page(up, us[0].path)
+        sites = tuple(Link(f"{u.path.rsplit('/', 1)[-1]}:{u.line}" if u.path != scope.path else f"L{u.line}",
+                           names.rel_href(scope.page, site_page, names.line_anchor(u.line)) if shown else None)
+                      for u in us[:1])
+        users.append(XRef(symbol_link(scope.ctx, scope.page, user, titled=False), "use", sites))
+    return UsersPanel(30, title, tuple(users), max(0, len(groups) - MAX_USERS))
+
+
+def _course_panel(ctx: SiteContext, page: str, course: Iterable[str]) -> list[Panel]:
+    courses = tuple(_course_link(ctx, page, cid) for cid in course)
+    return [NoteLinksPanel(90, courses, None)] if courses else []
+
+
+DEFINITION_SOURCES: tuple[DefinitionSource, ...] = (
+    DefinitionSource("types", type_definitions),
+    DefinitionSource("macros", macro_definitions),
 )
 
 
@@ -211,16 +657,20 @@ def file_scope(ctx: SiteContext, upstream: str, path: str) -> FileScope:
     for f in fi.facts:
         facts[f.symbol].append(f)
     return FileScope(ctx, upstream, path, names.source_page(upstream, path), fi,
-                     {k: tuple(v) for k, v in edges.items()}, {k: tuple(v) for k, v in facts.items()})
+                     {k: tuple(v) for k, v in edges.items()}, {k: tuple(v) for k, v in facts.items()},
+                     ctx.compiled.file(upstream, path))
 
 
 def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
     scope = file_scope(ctx, upstream, path)
     up = ctx.upstreams[upstream]
     page = scope.page
-    symbols = sorted(scope.fi.symbols, key=lambda s: (s.start_line, -s.end_line))
-    functions = tuple(definition_view(scope, s) for s in symbols)
-    marks = tuple(sorted((m for fv in functions for m in fv.marks), key=lambda m: (m.line, m.kind)))
+    views = [definition_view(scope, s) for s in scope.fi.symbols]
+    views += [d for src in DEFINITION_SOURCES for d in src.definitions(scope)]
+    functions = tuple(sorted(views, key=lambda d: (d.start_line, -d.end_line)))
+    loose = scope.marks(None)  # lines no function owns (a type's member initialiser, a macro's body)
+    marks = tuple(sorted([*(m for fv in functions for m in fv.marks), *loose],
+                         key=lambda m: (m.line, _source_rank(m), m.kind)))
     crumbs = [Crumb(up.title, names.rel_href(page, names.INDEX_PAGE, names.upstream_anchor(upstream)))]
     crumbs += [Crumb(p, None) for p in path.split("/")]
     return FilePlan(
@@ -239,6 +689,7 @@ def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
         marks=marks,
         legends=legends(marks),
         diagnostics=ctx.file_diagnostics.get((upstream, path), ()),
+        compiled_refs=scope.compiled_refs(),
     )
 
 
@@ -264,6 +715,10 @@ def definition_view(scope: FileScope, s: Symbol) -> DefinitionView:
         marks=scope.marks(s),
         inline_notes=inline_notes(note, s) if note is not None else (),
     )
+
+
+def _source_rank(m: Mark) -> int:
+    return next((i for i, src in enumerate(MARK_SOURCES) if src.name == m.source), len(MARK_SOURCES))
 
 
 def kind_label(kind: str) -> Msg | str:
@@ -302,10 +757,37 @@ def legends(marks: tuple[Mark, ...]) -> tuple:
                 count[m.kind] += 1
                 style.setdefault(m.kind, m)
         if count:
-            entries = tuple(LegendEntry(k, style[k].css, style[k].abbr, src.label(k), n)
-                            for k, n in sorted(count.items()))
+            entries = tuple(LegendEntry(k, style[k].css, _legend_abbr(src.name, k, style[k]), src.label(k), n)
+                            for k, n in _legend_order(src.name, count))
             out.append(Legend(src.name, src.legend_title, entries))
+        if src.name == FACT_SOURCE:
+            checks = Counter(m.check.state for m in marks if m.source == FACT_SOURCE and m.check is not None)
+            if checks:
+                signs = {state: sign for state, sign in CHECK_SIGNS.values()}
+                out.append(Legend("check", msg("legend.checks"), tuple(
+                    LegendEntry(state, "fx " + state, signs[state], CHECK_LABELS[state], checks[state])
+                    for state in signs if state in checks)))
     return tuple(out)
+
+
+CHECK_LABELS = {"ok": msg("check.legend_ok"), "near": msg("check.legend_near"), "no": msg("check.legend_no"),
+                "none": msg("check.legend_none")}
+
+
+def _legend_order(source: str, count: dict[str, int]) -> list[tuple[str, int]]:
+    if source == SASS_SOURCE:  # the opcode table's order: global memory first, plain code last
+        order = [*OPCODE_FAMILIES, PLAIN]
+        return sorted(count.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+    return sorted(count.items())
+
+
+def _legend_abbr(source: str, kind: str, m: Mark) -> str:
+    """The legend's sample marker: a SASS family's name (the markers also carry counts), a bar."""
+    if source == SASS_SOURCE:
+        return kind if kind != PLAIN else "12"
+    if source == PROFILE_SOURCE:
+        return "%"
+    return m.abbr
 
 
 def note_view(note: FunctionNote, s: Symbol) -> NoteView:
@@ -450,7 +932,10 @@ def note_digest(ctx: SiteContext, upstream: str, path: str) -> str:
     its note's state, its harnesses and what each panel source says it depends on."""
     scope = file_scope(ctx, upstream, path)
     parts = [repr(text_view(ctx.file_overviews.get((upstream, path)))),
-             repr(ctx.file_diagnostics.get((upstream, path), ()))]
+             repr(ctx.file_diagnostics.get((upstream, path), ())),
+             ctx.compiled.file_digest(upstream, path)]  # SASS, fact verdicts, profiles on its lines
+    for src in DEFINITION_SOURCES:
+        parts += [f"{src.name}\0{d!r}" for d in src.definitions(scope)]
     for s in scope.fi.symbols:
         key = s.key
         note = ctx.notes.get(key)

@@ -81,17 +81,37 @@ class XRef:
 
 
 @dataclass(frozen=True)
+class MarkCheck:
+    """What the compiler made of a detected fact: the sign beside its marker, and why."""
+
+    state: str  # "ok" (confirmed) | "near" (only on a neighbouring line) | "no" (not confirmed) | "none" (no code)
+    sign: str  # ✓ ≈ ✗ ∅
+    title: Msg
+
+
+class MarkBody:
+    """What a marker expands into (a button on the line toggles it): `macro` names its macro in
+    templates/panels.html.jinja2, as a panel's does."""
+
+    macro: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
 class Mark:
     """A small marker at the end of a source line. Marks come from several sources, each a
-    function in `site_builder.file_pages.MARK_SOURCES` (today the index's memory facts); a
-    new source adds marks without touching the page model or the templates."""
+    function in `site_builder.file_pages.MARK_SOURCES` (the index's memory facts, the SASS a
+    line compiled to, its profile); a new source adds marks without touching the page model or
+    the templates."""
 
-    source: str  # the source that made it ("fact")
-    kind: str  # the source's own category (a fact kind)
+    source: str  # the source that made it ("fact", "sass", "profile")
+    kind: str  # the source's own category (a fact kind, an opcode family)
     line: int
     abbr: str  # the short label on the marker
     css: str  # its colour class
-    detail: str  # what it stands for (the hover text)
+    detail: str | Msg  # what it stands for (the hover text): data, or words in both languages
+    check: MarkCheck | None = None  # a fact the compiler confirmed (or not)
+    body: MarkBody | None = None  # drawn as a button that shows this under the line
+    bar: int = 0  # a small bar in the marker, 0-100 (a profile's share of samples)
 
 
 @dataclass(frozen=True)
@@ -110,6 +130,69 @@ class Legend:
     source: str
     title: Msg
     entries: tuple[LegendEntry, ...]
+
+
+# ---- what a compiled line expands into (site_builder.file_pages: the "sass" and "profile" marks)
+
+
+@dataclass(frozen=True)
+class CompiledRef:
+    """An instantiation whose SASS, or a profiled launch whose counters, the page's line markers
+    show; listed once at the top of the page and referred to by number from the markers."""
+
+    ref: str  # "1" (SASS) or "P1" (a profile)
+    kernel: Link  # the harness, linking to its runs page
+    arch: str  # "90" ("" for a profile)
+    function: str  # the instantiation's (launched kernel's) short name
+    shape: str = ""  # a profile's shape
+    device: str = ""
+    current: bool = True  # a profile measured on the build whose SASS the page shows
+
+
+@dataclass(frozen=True)
+class SassBlock:
+    """One featured instantiation's code on one line, at one arch."""
+
+    ref: str  # CompiledRef.ref of the instantiation
+    arch: str  # "90"
+    counts: str  # "FFMA.FTZ×192 LDS.128×8"
+    via: str  # what the calls on the line brought in, inlined ("" when nothing)
+    sass: tuple[str, ...]  # "ADDR OPCODE OPERANDS", the first MAX_SASS_LINES
+    more: int  # instructions not listed
+
+
+@dataclass(frozen=True)
+class SassBody(MarkBody):
+    macro: ClassVar[str] = "sass_body"
+    blocks: tuple[SassBlock, ...]
+    command: str  # the command that prints every instruction of the line
+
+
+@dataclass(frozen=True)
+class StallView:
+    reason: str | Msg
+    samples: int
+    percent: int  # of the line's samples
+
+
+@dataclass(frozen=True)
+class ProfileView:
+    """One profiled launch's counters on one line."""
+
+    ref: str  # CompiledRef.ref of the launch
+    current: bool  # measured on the build whose SASS the page shows
+    samples: int  # warp samples at the line
+    share: str  # of the launch's samples, "37.2%"
+    percent: int  # the same, rounded (the bar's width)
+    stalls: tuple[StallView, ...]  # by samples, the largest first
+    instructions: str  # warp instructions executed
+    extras: tuple[Msg, ...]  # excess L2 sectors, bank conflicts, divergent branches, where non-zero
+
+
+@dataclass(frozen=True)
+class ProfileBody(MarkBody):
+    macro: ClassVar[str] = "profile_body"
+    entries: tuple[ProfileView, ...]
 
 
 @dataclass(frozen=True)
@@ -186,6 +269,55 @@ class NoteLinksPanel(Panel):
 
 
 @dataclass(frozen=True)
+class UsesPanel(Panel):
+    """The annotated types and macros a function uses, each linking to its note."""
+
+    macro: ClassVar[str] = "uses_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    uses: tuple[tuple[Link, Msg], ...]  # (the type or macro, its kind in words)
+
+
+@dataclass(frozen=True)
+class UsersPanel(Panel):
+    """Who uses a type, or invokes a macro: functions, with the line of the first use."""
+
+    macro: ClassVar[str] = "users_panel"
+    order: int
+    title: Msg
+    users: tuple[XRef, ...]
+    more: int  # users not listed
+
+
+@dataclass(frozen=True)
+class ResourceRow:
+    """One instantiation of a kernel as ptxas compiled it (a SASS record's function)."""
+
+    kernel: Link  # the harness, linking to its runs page
+    arch: str
+    function: str  # short name
+    registers: str
+    smem: str  # static shared memory, bytes
+    stack: str
+    spills: str  # "0 / 0" stores / loads, bytes
+    instructions: str
+    mix: str  # the named opcode families, with counts
+    featured: bool  # its per-line SASS is on the source pages
+
+
+@dataclass(frozen=True)
+class ResourcesPanel(Panel):
+    """What a kernel compiled to: registers, shared memory, spills, instruction mix, per arch."""
+
+    macro: ClassVar[str] = "resources_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    summary: Msg
+    rows: tuple[ResourceRow, ...]  # the featured instantiations (their lines carry the SASS)
+    total: int  # every instantiation (the runs page lists them)
+
+
+@dataclass(frozen=True)
 class NoteView:
     """The state of a reviewer's annotation of one definition (its text is in the panels)."""
 
@@ -198,12 +330,21 @@ class NoteView:
 
 
 @dataclass(frozen=True)
+class MemberNoteView:
+    """A type's note on one member, beside the member's line."""
+
+    name: str
+    text: TextView
+
+
+@dataclass(frozen=True)
 class InlineNoteView:
     line: int
     end_line: int  # last line the anchor text covers
     at: str
-    text: TextView
+    text: TextView | None  # None: only member notes at this line
     stale: bool = False
+    members: tuple[MemberNoteView, ...] = ()  # a type's members declared on this line
 
 
 @dataclass(frozen=True)
@@ -260,10 +401,11 @@ class GraphPanel(Panel):
 
 @dataclass(frozen=True)
 class DefinitionView:
-    """One definition of the file (today: a function) with everything drawn around it."""
+    """One definition of the file with everything drawn around it: a function, or an annotated
+    type or macro (`what`)."""
 
-    key: str  # Symbol.key
-    anchor: str  # names.symbol_anchor(key)
+    key: str  # Symbol.key, TypeDef.key or MacroDef.key
+    anchor: str  # names.symbol_anchor(key), names.type_anchor(key), names.macro_anchor(key)
     name: str
     qualified_name: str
     kind: str
@@ -278,6 +420,7 @@ class DefinitionView:
     aside: tuple[Panel, ...]  # in the notes column, by order
     marks: tuple[Mark, ...]  # its lines' marks, every source
     inline_notes: tuple[InlineNoteView, ...]
+    what: str = "function"  # "function" | "type" | "macro"
 
     @property
     def annotated(self) -> bool:
@@ -324,6 +467,7 @@ class FilePlan:
     marks: tuple[Mark, ...]  # every line mark of the file, by line
     legends: tuple[Legend, ...]  # one per mark source that has marks here
     diagnostics: tuple[str, ...]
+    compiled_refs: tuple[CompiledRef, ...] = ()  # the instantiations and launches the markers refer to
 
 
 @dataclass(frozen=True)
@@ -460,6 +604,7 @@ class StepPage:
     goals: tuple[TextView | None, ...]
     reading: tuple[ReadingItem, ...]
     harness: Link | None  # the runnable kernel's runs page
+    traces: tuple[Link, ...]  # the traced entry points this step asks to follow
     questions: tuple[QuestionView, ...]
     homework: tuple[TextView | None, ...]
     checkpoints: tuple[CheckpointView, ...]
@@ -506,6 +651,8 @@ class IndexPage:
     diagnostics: tuple[str, ...]
     runs: tuple[RunnableRow, ...] = ()
     runs_anchor: str = ""  # names.runnable_anchor()
+    traces: tuple[Link, ...] = ()  # the traced entry points' pages
+    traces_anchor: str = ""  # names.traces_anchor()
 
 
 @dataclass(frozen=True)
@@ -597,6 +744,55 @@ class RunsView:
     spec_path: str  # relative to the repository
     records: tuple[RecordView, ...]
     problems: tuple[str, ...]
+    identity: tuple["IdentityView", ...] = ()  # one card per arch
+    compiled: tuple[ResourceRow, ...] = ()  # every instantiation in the SASS records, newest arch first
+    compiled_files: tuple[Link, ...] = ()  # the source pages showing its per-line SASS
+    profiles: tuple["ProfileRun", ...] = ()
+
+
+# ---- the compiled view on a runs page (vendor_kernels/results/identity, sass, profiles)
+
+
+@dataclass(frozen=True)
+class IdentityKernelView:
+    function: str  # short name
+    status: str  # identical | different | missing (data: a card may say something else)
+    status_label: str | Msg
+    instructions: str
+    upstream_instructions: str
+    differing: str
+    diff: tuple[str, ...]  # the first differing lines, "-harness" / "+upstream"
+    closest: str  # missing: upstream's nearest instantiation
+
+
+@dataclass(frozen=True)
+class IdentityView:
+    """The identity card of one arch: upstream's own build of the same kernels, compared."""
+
+    arch: str
+    upstream_arch: str
+    nvcc: str
+    verdict: str
+    verdict_label: str | Msg
+    summary: Msg  # how many of the kernels compared are identical
+    route: str
+    notes: str
+    only_harness: tuple[str, ...]
+    only_upstream: tuple[str, ...]
+    upstream_sources: tuple[str, ...]
+    upstream_kernels: int
+    kernels: tuple[IdentityKernelView, ...]
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """A committed per-line profile of one shape."""
+
+    shape: str
+    device: str
+    current: bool
+    kernels: tuple[str, ...]  # the launched kernels' short names
+    samples: str
 
 
 @dataclass(frozen=True)
@@ -605,3 +801,81 @@ class RunsPage:
     root: str
     home: str  # the home page's "Runnable kernels" section
     runs: RunsView
+
+
+# ---- cross-language traces (traces/<entry>.html; site_builder.site_pages.trace_page) ---------------
+
+
+@dataclass(frozen=True)
+class TracePathPanel(Panel):
+    """The traced entry points whose chains pass through a function, each linking to its trace."""
+
+    macro: ClassVar[str] = "trace_path_panel"
+    place: ClassVar[str] = "head"
+    order: int
+    entries: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class GuardView:
+    """A condition a hop is taken under, as written, and whether the example parameters decide it."""
+
+    text: str
+    where: Link  # file:line of the condition
+    decided: bool  # False: the parameters leave it open, both ways are on the page
+    note: str  # what it means at run time (the rules' words), "" when none
+
+
+@dataclass(frozen=True)
+class DispatchView:
+    macro: str
+    defined: Link  # where the #define is (a .jinja template when generated at JIT time)
+    branches: int  # still possible
+    total: int
+    generated: bool
+
+
+@dataclass(frozen=True)
+class HopView:
+    kind: str
+    kind_label: str | Msg
+    where: Link  # file:line of the code that makes the hop, linking to its line
+    target: Link  # the function it reaches (plain text for a compiled module)
+    written: str  # that code
+    guards: tuple[GuardView, ...]
+    dispatch: tuple[DispatchView, ...]
+    detail: str  # the trace's own words (data)
+    binds: str  # template arguments it binds, "T=cutlass::half_t, Is_causal=true"
+
+
+@dataclass(frozen=True)
+class TraceNode:
+    """A hop on one or more chains: chains that share their first hops share the nodes (a tree)."""
+
+    hop: HopView
+    children: tuple["TraceNode", ...]
+    kernel: Link | None = None  # a chain ends here, at this kernel
+    runs: tuple[Link, ...] = ()  # the harnesses that run that kernel
+
+
+@dataclass(frozen=True)
+class DeadEndView:
+    reason: str
+    hops: tuple[HopView, ...]
+
+
+@dataclass(frozen=True)
+class TracePage:
+    page: str
+    root: str
+    entry: str  # "flash_attn.flash_attn_func"
+    entry_link: Link  # its definition
+    when: tuple[tuple[str, str], ...]  # the example parameters (`annotate trace --when`)
+    command: str  # the command that prints the same trace
+    steps: tuple[Link, ...]  # course steps that ask for it
+    roots: tuple[TraceNode, ...]
+    chains: int
+    kernels: tuple[Link, ...]
+    undecided: tuple[GuardView, ...]
+    dead_ends: tuple[DeadEndView, ...]
+    truncated: bool

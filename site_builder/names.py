@@ -23,6 +23,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]+")
 SOURCE_DIR = "src/"
 COURSES_DIR = "courses/"
 RUNS_DIR = "runs/"
+TRACES_DIR = "traces/"
 
 
 def source_page(upstream: str, path: str) -> str:
@@ -55,6 +56,16 @@ def question_anchor(number: int) -> str:
 def runs_page(kernel: str) -> str:
     """The page of one harness kernel: what it runs, how to run it, its recorded results."""
     return f"{RUNS_DIR}{_UNSAFE.sub('_', kernel)}.html"
+
+
+def trace_page(entry: str) -> str:
+    """The page of one traced entry point (`annotate trace ENTRY`): its chains, hop by hop."""
+    return f"{TRACES_DIR}{_UNSAFE.sub('_', entry)}.html"
+
+
+def traces_anchor() -> str:
+    """The id of the "Traces" section on the home page."""
+    return "traces"
 
 
 def runnable_anchor() -> str:
@@ -96,6 +107,26 @@ def symbol_anchor(key: str) -> str:
     _, qname, _, line = split_key(key)
     name = bare_name(qname)
     return f"f-{_UNSAFE.sub('_', name)}-{line}"
+
+
+def type_anchor(key: str) -> str:
+    """The id of an annotated type's heading, from TypeDef.key (a type and a function of one
+    name may start on one line: a constructor-like macro; the prefix keeps them apart)."""
+    _, qname, _, line = split_key(key)
+    return f"t-{_UNSAFE.sub('_', bare_name(qname))}-{line}"
+
+
+def macro_anchor(key: str) -> str:
+    """The id of an annotated macro's heading, from MacroDef.key."""
+    _, name, _, line = split_key(key)
+    return f"m-{_UNSAFE.sub('_', name)}-{line}"
+
+
+def definition_href_target(key: str, what: str) -> tuple[str, str]:
+    """(page, anchor) where a function, type or macro ("function" | "type" | "macro") is shown."""
+    upstream, _, path, _ = split_key(key)
+    anchor = {"type": type_anchor, "macro": macro_anchor}.get(what, symbol_anchor)(key)
+    return source_page(upstream, path), anchor
 
 
 def symbol_href_target(key: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 from pathlib import Path
 
 from site_builder import i18n, names
-from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, StepPage, msg
+from site_builder.model import CoursePage, ErrorPage, FilePage, IndexPage, Label, Msg, RunsPage, StepPage, TracePage, msg
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 ASSETS_SRC = Path(__file__).parent / "assets"
@@ -143,6 +143,10 @@ def render_runs(page: RunsPage) -> str:
     return environment().get_template("runs.html.jinja2").render(page=page)
 
 
+def render_trace(page: TracePage) -> str:
+    return environment().get_template("trace.html.jinja2").render(page=page)
+
+
 def render_search_index(data: dict) -> str:
     """The search index as a script assigning a global: loadable from file:// (no fetch())."""
     return "window.ANNOTATE_SEARCH=" + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n"
@@ -162,7 +166,8 @@ COMMON_TEMPLATES = ("base.html.jinja2", "macros.html.jinja2")
 PAGE_TEMPLATES = {names.SOURCE_DIR: ("file.html.jinja2", "panels.html.jinja2"),
                   names.COURSES_DIR: ("course.html.jinja2", "step.html.jinja2"),
                   names.INDEX_PAGE: ("index.html.jinja2",),
-                  names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",)}
+                  names.RUNS_DIR: ("runs.html.jinja2",), names.ERROR_PAGE: ("error.html.jinja2",),
+                  names.TRACES_DIR: ("trace.html.jinja2",)}
 
 
 def templates_key(page: str) -> str:

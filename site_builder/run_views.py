@@ -12,7 +12,8 @@ from pathlib import Path
 from annotate.harness.record import CheckResult, Comparison, RunRecord, TimedShape
 from site_builder import names
 from site_builder.context import SiteContext, symbol_link
-from site_builder.model import CheckView, Link, Msg, RecordView, RunnableRow, RunsPage, RunsView, TimingView, msg
+from site_builder.model import (CheckView, IdentityKernelView, IdentityView, Link, Msg, ProfileRun, RecordView,
+                                RunnableRow, RunsPage, RunsView, TimingView, msg)
 from site_builder.runs import KernelRuns, RecordFile
 
 DASH = "—"
@@ -22,6 +23,7 @@ def runs_page(ctx: SiteContext, kr: KernelRuns) -> RunsPage:
     spec = kr.spec
     page = names.runs_page(spec.name)
     found = dict(ctx.run_symbols.get(spec.name, ()))
+    compiled = ctx.compiled.views.get(spec.name)
 
     def links(qnames) -> tuple[Link, ...]:
         out = []
@@ -36,10 +38,54 @@ def runs_page(ctx: SiteContext, kr: KernelRuns) -> RunsPage:
         command=f"annotate run {spec.name}", baseline=spec.baseline, notes=spec.notes.strip(),
         bound=spec.bound, dtypes=tuple(spec.dtypes), spec_path=shown_path(spec.spec_file, ctx.repo_root),
         records=tuple(record_view(i + 1, rf, ctx.repo_root) for i, rf in enumerate(kr.records)),
-        problems=tuple(kr.problems),
+        problems=tuple(kr.problems) + compiled.problems if compiled else tuple(kr.problems),
+        **compiled_parts(ctx, page, spec.name),
     )
     return RunsPage(page, names.root_prefix(page),
                     names.rel_href(page, names.INDEX_PAGE, names.runnable_anchor()), view)
+
+
+def compiled_parts(ctx: SiteContext, page: str, kernel: str) -> dict:
+    """The runs page's share of the compiled view: the identity card per arch, every
+    instantiation's resources, the source pages showing its per-line SASS, its profiles."""
+    from annotate.harness.ptxas import short_kernel_name
+    from site_builder.file_pages import resource_row
+
+    view = ctx.compiled.views.get(kernel)
+    if view is None:
+        return {}
+    rows = tuple(resource_row(ctx, page, kernel, rec.arch, fn) for rec in view.sass for fn in rec.functions)
+    files = []
+    for f in view.files():
+        up, _, path = f.partition(":")
+        if (up, path) in ctx.rendered:
+            files.append(Link(path, names.rel_href(page, names.source_page(up, path)), f))
+    profiles = tuple(ProfileRun(p.shape, p.device or DASH, view.profile_is_current(p),
+                                tuple(short_kernel_name(k.name, 200) for k in p.kernels),
+                                f"{sum(k.samples for k in p.kernels):,}") for p in view.profiles)
+    return {"identity": tuple(identity_view(c) for c in view.identity), "compiled": rows,
+            "compiled_files": tuple(files), "profiles": profiles}
+
+
+def identity_view(card) -> IdentityView:
+    """An identity card (annotate.harness.identity.IdentityCard) as text; its words are data."""
+    from annotate.harness.ptxas import short_kernel_name
+
+    def label(status: str) -> str | Msg:
+        return {"identical": msg("identity.identical"), "different": msg("identity.different"),
+                "missing": msg("identity.missing")}.get(status, status or DASH)
+
+    kernels = tuple(IdentityKernelView(
+        short_kernel_name(k.name or k.mangled, 400), k.status, label(k.status), str(k.instructions),
+        _str(k.upstream_instructions), _str(k.differing), tuple(k.diff), k.closest or "") for k in card.kernels)
+    return IdentityView(
+        arch=card.arch, upstream_arch=card.upstream_arch or DASH, nvcc=card.nvcc or DASH, verdict=card.verdict,
+        verdict_label=label(card.verdict),
+        summary=msg("identity.counted", same=sum(1 for k in card.kernels if k.status == "identical"),
+                    n=len(card.kernels)),
+        route=card.route, notes=card.notes,
+        only_harness=tuple(card.only_harness), only_upstream=tuple(card.only_upstream),
+        upstream_sources=tuple(card.upstream_sources), upstream_kernels=card.upstream_kernels, kernels=kernels)
 
 
 def runnable_rows(ctx: SiteContext, page: str) -> tuple[RunnableRow, ...]:

@@ -6,11 +6,18 @@ from __future__ import annotations
 import hashlib
 
 from annotate.index.model import Symbol
-from annotate.notes.model import Course, CourseStep, FunctionNote
+from annotate.notes.model import Course, CourseStep, FunctionNote, MacroNote, TypeNote
 from site_builder import names
-from site_builder.context import (SiteContext, cite_link, label, ref_link, resolve_ref, runs_link, text_plain,
-                                  text_view)
+from site_builder.context import (SiteContext, cite_link, label, ref_link, resolve_ref, runs_link, symbol_link,
+                                  text_plain, text_view, trace_link)
 from site_builder.model import (
+    DeadEndView,
+    DispatchView,
+    GuardView,
+    HopView,
+    Msg,
+    TraceNode,
+    TracePage,
     CourseLink,
     CoursePage,
     CourseStepView,
@@ -26,6 +33,7 @@ from site_builder.model import (
     IndexPage,
     UpstreamView,
 )
+from site_builder.traces import GuardData, HopData, TraceData
 from site_builder.run_views import runnable_rows
 
 
@@ -57,7 +65,8 @@ def index_page(ctx: SiteContext, line_counts: dict[tuple[str, str], int]) -> Ind
     courses = tuple(CourseLink(label(c.title, c.id), names.rel_href(page, names.course_page(c.id)),
                                len(c.steps)) for c in ctx.courses.values())
     return IndexPage(page, names.root_prefix(page), tuple(ups), courses, ctx.diagnostics + ctx.runs_problems,
-                     runnable_rows(ctx, page), names.runnable_anchor())
+                     runnable_rows(ctx, page), names.runnable_anchor(),
+                     tuple(trace_link(ctx, page, t.entry) for t in ctx.traces), names.traces_anchor())
 
 
 def error_page(root: str = "") -> ErrorPage:
@@ -107,6 +116,7 @@ def step_page(ctx: SiteContext, course: Course, i: int) -> StepPage:
         goals=tuple(text_view(g) for g in st.goals),
         reading=tuple(_reading_item(ctx, page, r) for r in st.refs),
         harness=runs_link(ctx, page, st.harness) if st.harness else None,
+        traces=tuple(trace_link(ctx, page, t.entry) for t in ctx.traces if st.id in t.steps),
         questions=questions, homework=tuple(text_view(h) for h in ex.homework),
         checkpoints=tuple(CheckpointView(names.tick_key(course.id, st.id, n), text_view(c))
                           for n, c in enumerate(ex.checkpoints, 1)),
@@ -129,6 +139,8 @@ def _reading_item(ctx: SiteContext, page: str, ref: str) -> ReadingItem:
 def search_digest(ctx: SiteContext) -> str:
     """What the annotations contribute to the search index (the index's key covers the rest)."""
     parts = [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}" for k, n in sorted(ctx.notes.items())]
+    parts += [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}"
+              for k, n in sorted({**ctx.type_notes, **ctx.macro_notes}.items())]
     parts += [f"{c.id}\0{c.title!r}\0{[st.title for st in c.steps]!r}" for c in ctx.courses.values()]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -136,15 +148,17 @@ def search_digest(ctx: SiteContext) -> str:
 SEARCH_TEXT = 300  # characters of note text kept per function and language
 
 
-def _note_text(note: FunctionNote, lang: str) -> str:
-    """What search finds a function by besides its name: its summary and first look, plain."""
-    parts = (text_plain(note.summary, lang), text_plain(note.first_look, lang))
+def _note_text(note: FunctionNote | TypeNote | MacroNote, lang: str) -> str:
+    """What search finds a definition by besides its name: its summary and first look (a type's
+    layout, a macro's expansion), plain."""
+    second = getattr(note, "first_look", None) or getattr(note, "layout", None) or getattr(note, "expands_to", None)
+    parts = (text_plain(note.summary, lang), text_plain(second, lang))
     return " ".join(x for x in parts if x)[:SEARCH_TEXT]
 
 
 def search_data(ctx: SiteContext) -> dict:
-    """The client-side search index: pages once, then one compact row per function:
-    [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
+    """The client-side search index: pages once, then one compact row per function, type and
+    macro: [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
     Search matches the name and the note text in either language, whatever the page shows."""
     pages: list[str] = []
     page_no: dict[str, int] = {}
@@ -161,8 +175,99 @@ def search_data(ctx: SiteContext) -> dict:
         note = ctx.notes.get(key)
         en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
         rows.append([s.qualified_name, s.kind, number(page), anchor, 1 if note is not None else 0, en, zh])
+    # types and macros: an annotated one links to its note's heading, the others to their line
+    for (up, path), fi in ctx.rendered.items():
+        for d, what in [*((t, "type") for t in fi.types), *((m, "macro") for m in fi.macros)]:
+            note = (ctx.macro_notes if what == "macro" else ctx.type_notes).get(d.key)
+            if note is not None:
+                page, anchor = names.definition_href_target(d.key, what)
+            else:
+                page, anchor = names.source_page(up, path), names.line_anchor(d.start_line)
+            en, zh = (_note_text(note, "en"), _note_text(note, "zh")) if note is not None else ("", "")
+            name = d.qualified_name + (f"<{d.specialization}>" if what == "type" and d.specialization else "")
+            rows.append([name, "macro" if what == "macro" else d.kind, number(page), anchor,
+                         1 if note is not None else 0, en, zh])
     files = [[f"{up}:{path}", number(names.source_page(up, path))] for (up, path) in ctx.rendered]
     courses = [[c.title.en or c.id, names.course_page(c.id), c.title.zh or ""] for c in ctx.courses.values()]
     courses += [[st.title.en or st.id, names.step_page(c.id, st.id), st.title.zh or "", "js.step"]
                 for c in ctx.courses.values() for st in c.steps]
+    courses += [[t.entry, names.trace_page(t.entry), "", "js.trace"] for t in ctx.traces]
     return {"v": 2, "pages": pages, "symbols": rows, "files": files, "courses": courses}
+
+
+# ---- traces ---------------------------------------------------------------------------------------
+
+def trace_page(ctx: SiteContext, t: TraceData) -> TracePage:
+    """One traced entry point: its chains as a tree (chains sharing their first hops share them),
+    each hop with its kind, the code that makes it (linked to its line), the conditions it is
+    taken under and the dispatch macros it passes; the kernels at the ends, with their harnesses."""
+    page = names.trace_page(t.entry)
+
+    def hop_view(h: HopData) -> HopView:
+        where = _line_link(ctx, page, h.upstream, h.path, h.line)
+        target = symbol_link(ctx, page, h.dst, label=h.target) if h.dst else Link(h.target)
+        guards = tuple(guard_view(h.upstream, g) for g in h.guards)
+        dispatch = tuple(DispatchView(d.macro, _where_link(ctx, page, h.upstream, d.defined_at), d.branches, d.total,
+                                      d.generated) for d in h.dispatch)
+        return HopView(h.kind, _hop_label(h.kind), where, target, h.written, guards, dispatch, h.detail,
+                       ", ".join(f"{a}={b}" for a, b in h.binds))
+
+    def guard_view(upstream: str, g: GuardData) -> GuardView:
+        return GuardView(g.text, _line_link(ctx, page, upstream, g.path, g.line), g.decided is not None, g.note)
+
+    # the tree: a node per distinct hop under the same parent
+    roots: dict = {}
+    for c in t.chains:
+        level = roots
+        for i, h in enumerate(c.hops):
+            node = level.setdefault(h, {"children": {}, "kernel": None})
+            if i == len(c.hops) - 1:
+                node["kernel"] = c.kernel
+            level = node["children"]
+
+    def build(level: dict) -> tuple[TraceNode, ...]:
+        out = []
+        for h, node in level.items():
+            k = node["kernel"]
+            out.append(TraceNode(hop_view(h), build(node["children"]),
+                                 symbol_link(ctx, page, k) if k else None,
+                                 tuple(runs_link(ctx, page, r) for r in ctx.harness_of.get(k, ())) if k else ()))
+        return tuple(out)
+
+    kernels = tuple(symbol_link(ctx, page, k) for k in dict.fromkeys(c.kernel for c in t.chains))
+    upstream = names.split_key(t.entry_key)[0]
+    when = ",".join(f"{k}={v}" for k, v in t.when)
+    steps = []
+    for sid in t.steps:
+        if sid in ctx.steps:
+            course_id, i = ctx.steps[sid]
+            st = ctx.courses[course_id].steps[i]
+            steps.append(Link(label(st.title, sid), names.rel_href(page, names.step_page(course_id, sid)), sid))
+    return TracePage(
+        page=page, root=names.root_prefix(page), entry=t.entry,
+        entry_link=symbol_link(ctx, page, t.entry_key, label=t.entry), when=t.when,
+        command=f"annotate trace {t.entry}" + (f" --when '{when}'" if when else ""),
+        steps=tuple(steps), roots=build(roots), chains=len(t.chains), kernels=kernels,
+        undecided=tuple(guard_view(upstream, g) for g in t.undecided),
+        dead_ends=tuple(DeadEndView(d.reason, tuple(hop_view(h) for h in d.hops)) for d in t.dead_ends),
+        truncated=t.truncated)
+
+
+def _hop_label(kind: str) -> str | Msg:
+    from site_builder.i18n import catalogue
+
+    mid = "hop." + kind
+    return Msg(mid) if mid in catalogue() else kind
+
+
+def _line_link(ctx: SiteContext, page: str, upstream: str, path: str, line: int) -> Link:
+    """`path:line`, linking to the line where the file is on the site."""
+    label_ = f"{path}:{line}"
+    if (upstream, path) in ctx.rendered:
+        return Link(label_, names.rel_href(page, names.source_page(upstream, path), names.line_anchor(line)))
+    return Link(label_)
+
+
+def _where_link(ctx: SiteContext, page: str, upstream: str, where: str) -> Link:
+    path, _, line = where.rpartition(":")
+    return _line_link(ctx, page, upstream, path, int(line)) if line.isdigit() and path else Link(where)

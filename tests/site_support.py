@@ -83,6 +83,24 @@ def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
         fingerprint="ffffffffffffffff" if stale_decode else dk.fingerprint, current_fingerprint=dk.fingerprint,
         summary=M.Text("A toy dot product, one warp; the partial sums meet in `warp_sum`."),
     )
+    params = index.resolve_type("demo::DecodeParams")
+    switch = index.resolve_macro("DEMO_SWITCH")
+    decode_text = index.source(UP, DECODE)
+    tn = M.TypeNote(
+        "demo::DecodeParams", UP, DECODE, params, M.OK, fingerprint=params.fingerprint,
+        current_fingerprint=params.fingerprint,
+        summary=M.Text("What one `ParamsKernel` launch is told.", "一次 `ParamsKernel` 启动所需的参数。"),
+        layout=M.Text("Two pointers, then two `int`s: 24 bytes."),
+        fields=(M.FieldNote("q", M.Text("The input row.", "输入行。"), "field", (_line(decode_text, "const float* q;"),)),
+                M.FieldNote("n", M.Text("Elements in the row."), "field", (_line(decode_text, "int n, stride;"),)),
+                M.FieldNote("stride", M.Text("1 is dense."), "field", (_line(decode_text, "int n, stride;"),))),
+        notes=(M.InlineNote("int n, stride;", M.Text("Two members on one line."),
+                            _line(decode_text, "int n, stride;"), _line(decode_text, "int n, stride;")),),
+        course=("day-2",))
+    mn = M.MacroNote(
+        "DEMO_SWITCH", UP, DECODE, switch, M.OK, fingerprint=switch.fingerprint, current_fingerprint=switch.fingerprint,
+        summary=M.Text("A run-time condition becomes a compile-time constant."),
+        expands_to=M.Text("`if (c) { constexpr bool F = true; body(); } else { ... }`"))
     course = M.Course("demo-course", M.Text("Demo course"), M.Text("Read the norm, then the decode."), (
         M.CourseStep("day-1", M.Text("RMSNorm", "RMSNorm 归一化"), M.Text("Start with the kernel."),
                      (f"{UP}:demo::RMSNormKernel", f"{UP}:{NORM}"), goals=(M.Text("Find the reduction", "找到归约"),),
@@ -96,7 +114,7 @@ def demo_annotations(index, evil: bool = False, stale_decode: bool = False):
     files = [
         M.AnnotationFile(f"annotations/{UP}/{NORM}.yaml", UP, NORM,
                          M.Text("Root-mean-square normalisation, one block per row."), (kn,)),
-        M.AnnotationFile(f"annotations/{UP}/{DECODE}.yaml", UP, DECODE, None, (dn,)),
+        M.AnnotationFile(f"annotations/{UP}/{DECODE}.yaml", UP, DECODE, None, (dn,), types=(tn,), macros=(mn,)),
     ]
     return M.AnnotationSet(files=files, courses=[course], diagnostics=[])
 

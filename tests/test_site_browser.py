@@ -164,6 +164,42 @@ def test_hostile_annotation_runs_nothing(tmp_path):
         assert "window.__pwned" in d.find_element(By.CSS_SELECTOR, "aside.note.fn").text  # shown as text
 
 
+def test_a_sass_marker_expands_and_a_type_has_its_panel(site, browser):
+    """decode.cuh: a line's SASS marker opens the instructions under the line (by mouse and by
+    keyboard) and closes them again; the annotated struct has its heading and notes beside its
+    definition, a member's note beside the member; a kernel's "uses" link leads to the struct."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get((site / names.source_page(UP, DECODE)).as_uri() + "?lang=en")
+    button = browser.find_element(By.CSS_SELECTOR, "#L17 button.fm.sm")
+    body = browser.find_element(By.CSS_SELECTOR, "#L17 .mx")
+    assert button.text == "LDG.E×2" and not body.is_displayed()
+    button.click()
+    assert body.is_displayed() and button.get_attribute("aria-expanded") == "true"
+    assert "00f0 LDG.E R2, desc[UR4][R2.64]" in body.text and "#1 sm_90" in body.text and "#3 sm_80" in body.text
+    line18 = browser.find_element(By.ID, "L18")
+    assert line18.rect["y"] >= body.rect["y"] + body.rect["height"] - 1  # under its line, before the next
+    button.click()
+    assert not body.is_displayed() and button.get_attribute("aria-expanded") == "false"
+    button.send_keys(Keys.ENTER)  # a button: the keyboard opens it too
+    assert body.is_displayed()
+    # the compiler's verdict beside the fact marker of line 9
+    assert browser.find_element(By.CSS_SELECTOR, "#L9 sup.fx.ok").text == "✓"
+    # the annotated type: a heading with its notes beside it, a member's note beside its line
+    head = browser.find_element(By.ID, "t-DecodeParams-41")
+    assert "STRUCT" in head.text and "demo::DecodeParams" in head.text
+    panel = browser.find_element(By.XPATH, "//div[@id='t-DecodeParams-41']/following-sibling::aside[1]")
+    assert "LAYOUT" in panel.text and "24 bytes" in panel.text and "demo::ParamsKernel" in panel.text
+    member = browser.find_element(By.XPATH, "//p[@id='L44']/ancestor::div[@class='row']/aside")
+    assert "stride" in member.text and abs(member.rect["y"] - browser.find_element(By.ID, "L44").rect["y"]) < 30
+    assert panel.rect["x"] > head.rect["x"] + head.rect["width"] - 5  # beside the code
+    # a function that uses it links to it
+    browser.find_element(By.CSS_SELECTOR, "#f-ParamsKernel-47 .uses a[href='#t-DecodeParams-41']").click()
+    _wait(browser, lambda d: d.current_url.endswith("#t-DecodeParams-41"))
+    assert _in_view(browser, head)
+
+
 @pytest.mark.slow
 def test_real_decode_page(real_config, pinned, tmp_path):
     """The real pins: flashinfer's decode.cuh with the project's own annotations."""
@@ -189,6 +225,73 @@ def test_real_decode_page(real_config, pinned, tmp_path):
         assert _in_view(d, d.find_element(By.ID, anchor))
 
 
+@pytest.fixture(scope="module")
+def trace_site(tmp_path_factory) -> Path:
+    """The trace fixture (tests/data/trace) built into a site, its entries traced as the site's are."""
+    import dataclasses
+
+    from annotate.config import Config
+    from annotate.index.api import index_directory
+    from annotate.index.crosslang import Entry, Extension, build_links, rules
+    from annotate.index.trace import EntryTrace, find_entry, trace
+    from annotate.project import Project, open_project
+    from site_builder.build import build_site
+    from test_site_traces import DATA, _upstream
+
+    ix = index_directory("demo", DATA)
+    demo_rules = dataclasses.replace(rules(), extensions=(
+        Extension("demo", "demo_attn_cuda", ("csrc/attn_api.cpp", "csrc/inst/*.cu"), "the fixture's setup"),))
+    links = build_links(ix)
+    traced = tuple(EntryTrace(e, trace(ix, links, find_entry(ix, e.entry), dict(e.when), demo_rules))
+                   for e in (Entry("pkg.ops.norm"), Entry("pkg.attn_func", (("causal", "true"), ("head_dim", "128"),
+                                                                           ("torch", "2.5")))))
+    tmp = tmp_path_factory.mktemp("trace-site")
+    config = Config.load(environ={}, cache_dir=tmp / "cache", repo_root=tmp)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Project, "traces", lambda self: traced)
+        build_site(open_project(config, index=ix, pins={"demo": _upstream()}), tmp / "out", jobs=1)
+    return tmp / "out"
+
+
+def test_a_trace_page_links_both_ways(trace_site, browser):
+    """From a kernel's "on the path of" to its trace, and from a hop to the line that makes it."""
+    from selenium.webdriver.common.by import By
+
+    browser.get((trace_site / names.source_page("demo", "include/norm.cuh")).as_uri() + "?lang=en")
+    link = browser.find_element(By.CSS_SELECTOR, "#f-NormKernel-5 .tp a")
+    assert link.text == "pkg.ops.norm"
+    link.click()
+    _wait(browser, lambda d: d.current_url.endswith("traces/pkg.ops.norm.html"))
+    hops = browser.find_elements(By.CSS_SELECTOR, "ol.chain .hop")
+    assert [h.find_element(By.CSS_SELECTOR, ".hk").text for h in hops][:4] == ["JIT MODULE", "EXPORT", "DISPATCH", "LAUNCH"]
+    assert "(not decided statically)" in hops[0].text and "DISPATCH_DTYPE" in hops[2].text
+    hops[2].find_element(By.CSS_SELECTOR, ".hw a").click()  # the code that makes the hop
+    _wait(browser, lambda d: d.current_url.endswith("csrc/norm.cu.html#L8"))
+    assert _in_view(browser, browser.find_element(By.ID, "L8"))
+
+
+def test_trace_pages_in_both_languages(trace_site):
+    import re
+
+    phrases = _english_phrases()
+    pages = [trace_site / names.trace_page("pkg.ops.norm"), trace_site / names.trace_page("pkg.attn_func"),
+             trace_site / names.source_page("demo", "include/norm.cuh"), trace_site / names.INDEX_PAGE]
+    with chromium(1600, 1000, languages="zh-CN,zh") as d:
+        for page in pages:
+            d.get(page.as_uri())
+            # the trace's own words (its details, the rules' notes on conditions) are data, as code
+            # is, and so are the fixture's file names on the home page (csrc/dispatch.h)
+            text = d.execute_script(VISIBLE_TEXT.replace("code,", "code, .hx, .gn, table.files,"))
+            found = [p for p in phrases if re.search(r"(?<![\w-])" + re.escape(p) + r"(?![\w-])", text)]
+            assert not found, (page.name, found)
+            assert "到达内核" in text or page.name != "pkg.ops.norm.html"
+    with chromium(1600, 1000, languages="en-US,en") as d:
+        for page in pages:
+            d.get(page.as_uri())
+            text = d.execute_script(VISIBLE_TEXT.replace(".c, .md, code, .diag, #lang, #qr", "#lang"))
+            assert not re.findall(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+", text), page.name
+
+
 # ---- languages ---------------------------------------------------------------------------------
 # Both languages are in every page; lang.js picks one (?lang=, the remembered choice, then
 # navigator.languages) and CSS hides the other. "Visible" below is what a reader sees: every
@@ -198,6 +301,7 @@ def test_real_decode_page(real_config, pinned, tmp_path):
 
 VISIBLE_TEXT = """
 document.querySelectorAll('details').forEach(d => d.open = true);
+document.querySelectorAll('.mx').forEach(x => x.classList.add('open'));
 const skip = '.c, .md, code, .diag, #lang, #qr';
 const out = [];
 const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);

@@ -220,3 +220,13 @@ def test_real_pins_site(real_config, pinned, tmp_path):
     decode = (out / names.source_page("flashinfer", "include/flashinfer/attention/decode.cuh")).read_text()
     assert '<aside class="note fn"' in decode  # the first real annotation set is visible
     assert (out / names.source_page("flashinfer", "flashinfer/jit/core.py")).is_file()
+    # the committed compiled view: SASS markers with their instructions, the compiler's verdicts,
+    # the decode profiles, the identity card
+    assert decode.count('<button type=button class="fm sm') > 50 and "SHFL.BFLY" in decode
+    assert '<sup class="fx ok"' in decode and '<button type=button class="fm pm' in decode
+    assert 'id="identity-sm90"' in (out / names.runs_page("decode_kernel")).read_text()
+    # the traces: a page per entry, and "on the path of" on the kernel they reach
+    trace = (out / names.trace_page("flash_attn.flash_attn_func")).read_text()
+    assert "flash::flash_fwd_kernel" in trace and "HEADDIM_SWITCH" in trace
+    fwd = (out / names.source_page("flash-attention", "csrc/flash_attn/src/flash_fwd_kernel.h")).read_text()
+    assert 'href="../../../../../traces/flash_attn.flash_attn_func.html"' in fwd

@@ -14,15 +14,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from annotate.index.model import SYMBOL_KINDS  # noqa: E402
+from annotate.index.model import SYMBOL_KINDS, TYPE_KINDS  # noqa: E402
 from site_builder import i18n, render  # noqa: E402
+from site_builder.compiled import OPCODE_FAMILIES, PLAIN, STALL_REASONS  # noqa: E402
+from annotate.index.trace import KINDS as HOP_KINDS  # noqa: E402
 from site_builder.facts import FACT_STYLES  # noqa: E402
 from site_builder.model import Label, Msg, msg  # noqa: E402
 
 SITE = Path(i18n.__file__).parent
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # ids the code makes from data: a prefix and every value it takes
-DYNAMIC = {"kind.": SYMBOL_KINDS, "fact.": tuple(FACT_STYLES)}
+DYNAMIC = {"kind.": SYMBOL_KINDS + TYPE_KINDS, "fact.": tuple(FACT_STYLES), "sass.op.": (*OPCODE_FAMILIES, PLAIN),
+           "stall.": STALL_REASONS, "hop.": HOP_KINDS}
 
 
 def _used_ids() -> set[str]:
@@ -111,5 +114,6 @@ def test_kinds_and_fact_kinds_the_catalogue_does_not_know_show_as_they_are():
     from site_builder.facts import fact_label
     from site_builder.file_pages import kind_label
 
-    assert kind_label("kernel") == Msg("kind.kernel") and kind_label("struct") == "struct"
+    assert kind_label("kernel") == Msg("kind.kernel") and kind_label("struct") == Msg("kind.struct")
+    assert kind_label("concept") == "concept"
     assert fact_label("barrier") == Msg("fact.barrier") and fact_label("new-kind") == "new kind"

@@ -173,7 +173,7 @@ def test_index_course_and_search(bare_config):
     ctx = demo_context(bare_config)
     idx = site_pages.index_page(ctx, {(UP, NORM): 36, (UP, DECODE): 28})
     up = idx.upstreams[0]
-    assert (up.coverage.functions, up.coverage.annotated) == (6, 2)
+    assert (up.coverage.functions, up.coverage.annotated) == (7, 2)
     html = render_index(idx)
     assert 'href="https://example.invalid/demo/tree/' in html  # the pin links to its commit
     assert 'href="src/demo/include/demo/norm.cuh.html"' in html

@@ -75,8 +75,9 @@ def test_unreadable_record_is_a_problem_not_a_crash(runs_config):
     path = runs_config.result_record("rmsnorm", "20261122T030000Z")
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
-    (kr,), problems = load_runs(runs_config)
-    assert problems == [] and len(kr.records) == 2
+    runs, problems = load_runs(runs_config)
+    kr = runs[0]
+    assert problems == [] and len(kr.records) == 2 and [k.spec.name for k in runs] == ["rmsnorm", "warp_decode"]
     assert kr.problems and "unreadable record" in kr.problems[0]
 
 
@@ -86,7 +87,7 @@ def test_deeply_nested_record_is_one_problem_and_the_build_works(runs_config, tm
     path = runs_config.result_record("rmsnorm", "20261122T035000Z")
     path.parent.mkdir(parents=True)
     path.write_text("[" * 200_000 + "]" * 200_000)
-    (kr,), problems = load_runs(runs_config)
+    (kr, _), problems = load_runs(runs_config)
     assert problems == [] and [rf.source for rf in kr.records] == ["committed", "committed"]
     assert kr.problems == (f"{path.name}: unreadable record (nested deeper than 32 levels)",)
     out = tmp_path / "site"
@@ -97,7 +98,7 @@ def test_deeply_nested_record_is_one_problem_and_the_build_works(runs_config, tm
 
 
 def test_records_are_typed(runs_config):
-    (kr,), _ = load_runs(runs_config)
+    (kr, _), _ = load_runs(runs_config)
     h100 = kr.records[0]
     assert h100.run.device.name == "NVIDIA H100 80GB HBM3" and h100.run.seed == 1234
     assert h100.run.timings[0].kernel.median_us == 32.976 and h100.run.checks[0].outputs[0].worst_index == (0, 2)
@@ -118,7 +119,7 @@ def test_site_modules_do_not_import_torch(runs_config):
 
 def test_runs_page_model(runs_config):
     ctx = _ctx(runs_config)
-    (kr,) = ctx.runs
+    kr, _ = ctx.runs
     rp = run_views.runs_page(ctx, kr)
     r = rp.runs
     assert rp.page == names.runs_page("rmsnorm") == "runs/rmsnorm.html" and rp.root == "../"
@@ -164,7 +165,8 @@ def test_failed_and_malformed_record_fields(runs_config):
     assert [t.shape for t in local.timings] == ["b4096-d4096"]
     rows = run_views.runnable_rows(ctx, names.INDEX_PAGE)
     assert [(en(r.device), r.local, r.passed) for r in rows] == [
-        ("NVIDIA H100 80GB HBM3", False, True), ("NVIDIA H200", False, True), ("unknown device", True, False)]
+        ("NVIDIA H100 80GB HBM3", False, True), ("NVIDIA H200", False, True), ("unknown device", True, False),
+        ("no record yet", False, False)]
 
 
 def test_index_rows_and_links_from_functions(runs_config):
@@ -172,7 +174,8 @@ def test_index_rows_and_links_from_functions(runs_config):
     rows = run_views.runnable_rows(ctx, names.INDEX_PAGE)
     assert [(r.kernel.href, r.shape, r.time_us, r.pct_peak, r.torch_us, r.passed) for r in rows] == [
         ("runs/rmsnorm.html#rec-1", "b4096-d4096", "33.0", "68%", "33.0", True),
-        ("runs/rmsnorm.html#rec-2", "b4096-d4096", "25.5", "66%", "30.1", True)]
+        ("runs/rmsnorm.html#rec-2", "b4096-d4096", "25.5", "66%", "30.1", True),
+        ("runs/warp_decode.html", "", "—", "—", "—", False)]  # a spec with no run record yet
     plan = file_pages.plan_file(ctx, UP, NORM)
     kern = next(f for f in plan.functions if f.qualified_name == "demo::RMSNormKernel")
     assert [(h.label, h.href) for h in kern.harnesses] == [("rmsnorm", "../../../../runs/rmsnorm.html")]
@@ -226,14 +229,54 @@ def dump_runs(rp) -> str:
         for t in x.timings:
             out.append(f"  time {t.shape} [{t.params}] {t.median_us} us ({t.p10_us}-{t.p90_us}) {t.rate} "
                        f"{t.pct_peak} torch {t.torch_us} us {t.speedup} passed={t.passed}")
+    for c in r.identity:
+        out.append(f"identity sm{c.arch} vs sm{c.upstream_arch} nvcc {c.nvcc}: {c.verdict} ({en(c.summary)}); "
+                   f"upstream kernels {c.upstream_kernels}, only harness {c.only_harness}, only upstream {c.only_upstream}")
+        out += [f"  {k.status} {k.function} {k.instructions}/{k.upstream_instructions} differing {k.differing}"
+                for k in c.kernels]
+    out += [f"compiled sm{x.arch} {x.function} regs {x.registers} smem {x.smem} stack {x.stack} spills {x.spills} "
+            f"insns {x.instructions} [{x.mix}] featured={x.featured}" for x in r.compiled]
+    out += [f"compiled file {x.label} -> {x.href}" for x in r.compiled_files]
+    out += [f"profile {p.shape} {p.device} current={p.current} samples {p.samples} {p.kernels}" for p in r.profiles]
+    out += [f"problem {p}" for p in r.problems]
     return "\n".join(out) + "\n"
 
 
-def test_runs_page_snapshots(runs_config, snapshot):
+@pytest.mark.parametrize("kernel", ["rmsnorm", "warp_decode"])
+def test_runs_page_snapshots(runs_config, snapshot, kernel):
     ctx = _ctx(runs_config)
-    rp = run_views.runs_page(ctx, ctx.runs[0])
-    snapshot(SNAPSHOTS / "runs-rmsnorm.model.txt", dump_runs(rp))
-    snapshot(SNAPSHOTS / "runs-rmsnorm.html", render.render_runs(rp))
+    rp = run_views.runs_page(ctx, next(kr for kr in ctx.runs if kr.spec.name == kernel))
+    snapshot(SNAPSHOTS / f"runs-{kernel}.model.txt", dump_runs(rp))
+    snapshot(SNAPSHOTS / f"runs-{kernel}.html", render.render_runs(rp))
+
+
+def test_runs_page_shows_the_compiled_view(runs_config):
+    """The identity card, every instantiation's resources, the pages with per-line SASS, and the
+    profiles, the one measured on an older build flagged."""
+    ctx = _ctx(runs_config)
+    r = run_views.runs_page(ctx, next(kr for kr in ctx.runs if kr.spec.name == "warp_decode")).runs
+    (card,) = r.identity
+    assert (card.arch, card.verdict, en(card.verdict_label)) == ("90", "identical", "identical")
+    assert [k.status for k in card.kernels] == ["identical", "identical"] and card.only_upstream == ("-DDEMO",)
+    assert [x.arch for x in r.compiled] == ["90", "90", "80", "80"] and all(x.featured for x in r.compiled)
+    assert {x.label for x in r.compiled_files} == {"include/demo/decode.cuh", "include/demo/norm.cuh"}
+    assert [(p.shape, p.current) for p in r.profiles] == [("n4096", True), ("n4096-old", False)]
+    html = render.render_runs(run_views.runs_page(ctx, next(kr for kr in ctx.runs if kr.spec.name == "warp_decode")))
+    assert 'id="identity-sm90"' in html and "demo::ParamsKernel" in html
+
+
+def test_an_unreadable_compiled_record_is_a_problem_on_its_runs_page(tmp_path):
+    """A broken SASS record is one line on the kernel's runs page; the rest of its view still shows."""
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPO, root)
+    (root / "vendor_kernels" / "results" / "sass" / "warp_decode.sm80.json").write_text("{not json")
+    config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=root)
+    ctx = _ctx(config)
+    r = run_views.runs_page(ctx, next(kr for kr in ctx.runs if kr.spec.name == "warp_decode")).runs
+    assert r.problems == ("warp_decode.sm80.json: unreadable record (invalid JSON at line 1)",)
+    assert [x.arch for x in r.compiled] == ["90", "90"] and r.identity
 
 
 # ---- templates --------------------------------------------------------------------------------

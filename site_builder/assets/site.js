@@ -16,6 +16,17 @@
     }
   });
 
+  // A line marker that expands (the SASS a line compiled to, its profile): the button shows or
+  // hides the span drawn right after it, inside the same line.
+  document.addEventListener("click", function (ev) {
+    var b = ev.target && ev.target.closest ? ev.target.closest("button.fm") : null;
+    if (!b) return;
+    var body = b.nextElementSibling;
+    if (!body || !body.classList.contains("mx")) return;
+    var open = body.classList.toggle("open");
+    b.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+
   // The language switch. Text is in the page in both languages (CSS shows one, see lang.js);
   // attributes (titles, placeholders) carry both as data-en-X / data-zh-X and are set here.
   var L = window.ANNOTATE_LANG, ATTRS = ["title", "placeholder", "aria-label"];

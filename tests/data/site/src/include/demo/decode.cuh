@@ -26,3 +26,28 @@ cudaError_t Decode(const float* q, const float* k, float* out, int n, cudaStream
   return RMSNorm<float>(out, out, 1, n, 1e-6f, stream);
 }
 }  // namespace demo
+
+// A type and a macro, for the notes on types and macros.
+#define DEMO_SWITCH(COND, NAME, ...) \
+  if (COND) {                        \
+    constexpr bool NAME = true;      \
+    __VA_ARGS__();                   \
+  } else {                           \
+    constexpr bool NAME = false;     \
+    __VA_ARGS__();                   \
+  }
+
+namespace demo {
+struct DecodeParams {
+  const float* q;
+  float* out;
+  int n, stride;
+};
+
+__global__ void ParamsKernel(DecodeParams p) {
+  DEMO_SWITCH(p.stride == 1, kDense, [&] {
+    int i = threadIdx.x * (kDense ? 1 : p.stride);
+    if (i < p.n) p.out[i] = p.q[i] * 2.f;
+  });
+}
+}  // namespace demo

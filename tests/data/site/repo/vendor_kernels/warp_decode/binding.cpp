@@ -1,0 +1,1 @@
+// placeholder: the site tests never compile this harness
