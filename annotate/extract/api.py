@@ -113,13 +113,6 @@ def make_plan(config: Config, spec: KernelSpec, index=None) -> Plan:
     plain files."""
     from annotate.upstreams import checkout_root, get_upstream
 
-    if spec.generated:
-        from annotate.harness.spec import kernel_names, load_spec
-
-        ok = [n for n in kernel_names(config) if not load_spec(config, n).generated]
-        raise AnnotateError(f"{spec.name}: its harness compiles sources rendered from {spec.upstream}'s JIT "
-                            "templates (`generate:` in its spec.yaml); extract does not flatten rendered "
-                            "sources yet", hint="kernels it extracts: " + ", ".join(ok))
     up = get_upstream(config, spec.upstream)
     origin = Origin(up.name, up.title, up.tag, up.commit)
     rendered = staging.rendered_files(config, spec)
