@@ -11,7 +11,7 @@ Two questions, both asked of nvcc with the harness's own flags:
   end, which picks every overload and specialisation, is the same; what differs is
   optimisation, which cannot tell two identical inputs apart). Same PTX (internal names
   normalised) implies same SASS: ptxas is deterministic. The final proof is still the SASS
-  of the full build (annotate.extract.faithful).
+  of the full build (annotate.extract.api.verify).
 
 All harness sources go into one oracle translation unit (each `#include`d), so a test is one
 front-end run per target rather than one per source. Sources that cannot share one (each
