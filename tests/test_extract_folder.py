@@ -86,3 +86,15 @@ def test_the_cli_refuses_before_any_work(tmp_path, capsys):
     assert main(["extract", "no_such_kernel", "--into", str(tmp_path / "y")]) == 2
     assert "unknown kernel" in capsys.readouterr().err
     assert main(["extract", "rmsnorm", "--arch", "sm90", "--into", str(tmp_path / "z")]) == 2
+
+
+def test_a_summary_line_keeps_the_formula_its_sentence_leads_to():
+    from annotate.extract.api import one_line
+
+    en = "Computes, for each row `x`,\n\n`out_i = x_i · rsqrt(mean + eps)`\n\nPass 1 accumulates."
+    assert one_line(en) == "Computes, for each row `x`, `out_i = x_i · rsqrt(mean + eps)`"
+    zh = "对每一行 `x` 计算\n\n`out_i = x_i · w_i`\n\n第一遍累加。"
+    assert one_line(zh) == "对每一行 `x` 计算 `out_i = x_i · w_i`"
+    assert one_line("One block per row.\n\nThen more.") == "One block per row."
+    assert one_line("word " * 60, width=20).endswith("…") and len(one_line("word " * 60, width=20)) == 20
+

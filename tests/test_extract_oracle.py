@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from annotate.extract.oracle import (
-    DIFFERENT, PtxOracle, _run, entries, normalise_ptx, oracle_unit, ptx_blocks, ptx_flags,
+    DIFFERENT, ORACLE_TU, UNIT_MARK, PtxOracle, _run, entries, normalise_ptx, oracle_unit, ptx_blocks, ptx_flags,
 )
 
 MODULE = """
@@ -72,6 +72,30 @@ def test_the_oracle_accepts_a_subset_with_the_expected_kernels(tmp_path):
     assert o.compare({"90": _module("_Z5Otherv", 1)}).startswith(DIFFERENT + ": kernel _Z5Otherv")
 
 
+def test_what_the_candidate_emits_more_is_not_a_difference(tmp_path):
+    """kernel.cu brings every source the library headers all the sources include: their empty
+    objects appear in modules that did not have them, and change no code."""
+    ref = _module("_Z5Otherv", 1)
+    o = PtxOracle(tmp_path, tmp_path, {}, (), (), {}, reference={"90": ref})
+    more = ref + "\n.global .align 1 .b8 _ZN_TU_4cuda3std3__45__cpo9iter_swapE[1];\n"
+    assert o.compare({"90": more}) is None
+    assert o.compare({"90": more.replace("ret;", "trap;\n\tret;", 1)}).startswith(DIFFERENT + ": _Z5Otherv")
+
+
+def test_internal_names_are_normalised_whole():
+    """The internal namespace's name holds the file path's hash and, in a unit of several
+    sources' configs, a number that changes with the unit's content: all of it goes."""
+    from annotate.harness.sassdiff import normalise_internal
+
+    a = "call _ZN60_INTERNAL_7824549a_23_single_decode_kernel_cu_301be8f6_2496924__cvta_generic_to_sharedEPKv,"
+    b = "call _ZN61_INTERNAL_0badf00d_23_single_decode_kernel_cu_0badf00d_10000024__cvta_generic_to_sharedEPKv,"
+    assert normalise_internal(a) == normalise_internal(b) == "call _ZN13_INTERNAL_TU_24__cvta_generic_to_sharedEPKv,"
+    # the digits before a name may end the previous one (`foo2` then `60_INTERNAL_…`)
+    assert normalise_internal("_Z4foo260_INTERNAL_7824549a_23_single_decode_kernel_cu_301be8f6_249691fv") == \
+        "_Z4foo213_INTERNAL_TU_1fv"
+    assert normalise_internal("_ZN42_INTERNAL_33a620dd_11_launcher_cu_3eb233594helpEv") == "_ZN13_INTERNAL_TU_4helpEv"
+
+
 def test_flags_and_unit():
     flags = ptx_flags(["-O3", "-gencode=arch=compute_90,code=sm_90", "-std=c++17"], "80")
     assert flags == ["-O3", "-std=c++17", "-arch=sm_80", "-Xcicc", "-O0"]
@@ -82,3 +106,45 @@ def test_flags_and_unit():
 def test_a_compile_past_its_time_is_ended():
     assert _run([sys.executable, "-c", "import time; time.sleep(30)"], {}, 0.5) is None
     assert _run([sys.executable, "-c", "print('x')"], {}, 10) == (0, "x\n")
+
+
+def test_several_units_are_one_module_with_their_names_apart():
+    a, b = _module("_Z5Otherv", 1), _module("_Z5Otherv", 1).replace("ret;", "trap;\n\tret;", 1)
+    blocks = ptx_blocks(f"{UNIT_MARK}single.cu\n{a}\n{UNIT_MARK}batch.cu\n{b}")
+    assert {"entry:single.cu/_Z6Kernelv", "entry:batch.cu/_Z6Kernelv"} <= entries(blocks)
+    assert blocks["entry:single.cu/_Z5Otherv"] != blocks["entry:batch.cu/_Z5Otherv"]
+
+
+FAKE_NVCC = """#!{python}
+import sys
+args = sys.argv[1:]
+out = args[args.index("-o") + 1]
+src = args[args.index("-o") - 1]
+if src.endswith("{tu}"):
+    print(src + "(3): error: class \\"Params\\" has already been defined")
+    sys.exit(1)
+name = src.rsplit("/", 1)[-1].split(".")[0]
+open(out, "w").write(".version 9.0\\n.visible .entry _Z%d%sv(\\n)\\n{{\\n\\tret;\\n}}\\n" % (len(name), name))
+"""
+
+
+def test_sources_that_cannot_share_a_unit_are_compiled_one_by_one(tmp_path):
+    """Two launchers that each define FlashInfer's JIT `Params`: the pinned harness does not
+    compile as one unit, so the oracle compiles each source on its own, for every test after."""
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(FAKE_NVCC.format(python=sys.executable, tu=ORACLE_TU))
+    nvcc.chmod(0o755)
+    o = PtxOracle(nvcc, tmp_path, {}, (), (), {}, separate=("single.cu", "batch.cu"))
+    o.choose_level({"90": ["-O3"], "80": ["-O3"]})
+    assert o.units == ("single.cu", "batch.cu")
+    assert any("cannot share one unit" in line and "Params" in line for line in o.stats.log)
+    assert entries(ptx_blocks(o.reference["90"])) == {"entry:single.cu/_Z6singlev", "entry:batch.cu/_Z5batchv"}
+    assert o.differs(None, "nothing") is None
+    # without sources to fall back on, the reference's error ends the run
+    import pytest
+
+    from annotate.errors import AnnotateError
+
+    with pytest.raises(AnnotateError, match="reference does not compile"):
+        PtxOracle(nvcc, tmp_path, {}, (), (), {}).choose_level({"90": ["-O3"]})
+

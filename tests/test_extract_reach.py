@@ -145,3 +145,45 @@ def test_a_macro_invocation_declares_what_it_pastes(tmp_path):
     assert [sorted(plan.reach.infos[p.index].declares) for p in inv] == [
         ["has_scale", "has_scale_v", "scale"], ["has_unused", "has_unused_v", "unused"]]
     assert [p.index in plan.reach.by_name for p in inv] == [True, False]
+
+
+def test_a_rendered_harness_file_is_read_rewritten_and_mentions_roots(tmp_path):
+    """A config the build renders from the pin's templates (FlashInfer's JIT `*_config.inc`):
+    the launcher includes it, it includes upstream code and names some: it is a harness file
+    like the launcher, read from the scratch folder it was rendered into."""
+    from annotate.extract.api import Origin, plan_from
+    from annotate.extract.closure import IncludeDir
+    from annotate.harness.spec import load_spec_dir
+    from tests.extract_support import make_demo
+
+    root, folder, idx = make_demo(tmp_path)
+    spec = load_spec_dir(folder)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for f in ("launcher.cu", "launcher.h", "binding.cpp"):
+        text = (folder / f).read_text()
+        if f == "launcher.cu":
+            text = text.replace('#include "launcher.h"', '#include "launcher.h"\n#include "config.inc"')
+        (scratch / f).write_text(text)
+    (scratch / "config.inc").write_text("#pragma once\n#include <demo/macros.cuh>\nconstexpr float kMine = kUnused;\n")
+    plan = plan_from(spec, Origin("demo", "Demo", "v1", "c0ffee" * 6 + "beef"), root,
+                     [IncludeDir(root / "include", False, "demo:include")], idx,
+                     harness_dir=scratch, rendered=("config.inc",))
+    assert plan.rendered == ("config.inc",)
+    assert plan.harness["config.inc"].splitlines()[1].startswith('#include "kernel.cu"')
+    # kUnused, which nothing else reaches (test_what_static_analysis_keeps_and_leaves_out), is a root now
+    assert "kUnused" in plan.roots and piece_named(plan, "kUnused").index in plan.reach.by_name
+
+
+def test_the_copys_spec_has_no_generate_block():
+    import yaml
+
+    from annotate.extract.emit import rewrite_spec_text
+
+    src = ("name: k\nsources: [a.cu, gen.cu]\n# how the files are rendered\ngenerate:\n  values:\n    # a value\n"
+           "    x: 1\n  files:\n    - {template: 'u:t.jinja', output: gen.cu}\n\n# the shapes\ncheck:\n  - {name: one}\n")
+    text = rewrite_spec_text(src, includes=[], headers=["kernel.cu"], banner="# copy", drop=("generate",))
+    raw = yaml.safe_load(text)
+    assert "generate" not in raw and raw["check"] == [{"name": "one"}] and raw["sources"] == ["a.cu", "gen.cu"]
+    assert "how the files are rendered" not in text and "# the shapes" in text
+

@@ -1,7 +1,9 @@
 """`annotate extract` on the real pins: the copied text is upstream's, line for line, for every
-catalog kernel whose harness compiles no rendered JIT sources (those are refused in one line);
-rmsnorm extracts to a folder whose SASS is identical to the pinned build's on sm_90; an edited copy shows its SASS difference and a broken one its error
-in the learner's file (`annotate run --source --compile-only`)."""
+catalog kernel (those whose build renders sources from the pin's JIT templates too); rmsnorm and
+decode_kernel extract to folders whose SASS is identical to the pinned build's on sm_90 (one
+extraction per kernel, shared by the module); the decode copy with its cp.async pipeline one
+stage deeper shows its SASS difference, and a broken rmsnorm copy its error in the learner's
+file (`annotate run --source --compile-only`)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ def _index(real_config, upstream):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["flash_fwd", "rmsnorm", "silu_and_mul", "merge_state"])
+@pytest.mark.parametrize("kernel", ["decode_kernel", "prefill_kernel", "flash_fwd", "rmsnorm", "silu_and_mul",
+                                    "merge_state"])
 def test_every_piece_is_upstreams_text_at_the_lines_it_names(real_config, pinned, kernel):
     from annotate.extract.api import kernel_text, make_plan
 
@@ -69,22 +72,43 @@ def _extract(real_config, tmp_path_factory, kernel):
     return spec, report
 
 
+@pytest.mark.slow
+@pytest.mark.nvcc
+def test_merge_state_through_the_command_line_quickly(real_config, pinned, tmp_path, capsys):
+    """The quick end-to-end check (well under a minute from a cold build cache): the closure
+    static analysis keeps (no reduction) written by `annotate extract`, its SASS identical to the
+    pinned build's, then the folder compared again by `annotate run --source --compile-only`."""
+    import json
+
+    from annotate.cli import main
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    pinned("flashinfer")
+    into = tmp_path / "copy"
+    assert main(["extract", "merge_state", "--into", str(into), "--arch", "90", "--no-reduce", "--json", "-q"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["identical"] is True and report["reduction"]["skipped"] and report["fallback"] is None
+    (b,) = report["builds"]
+    assert b["arch"] == "90" and len(b["kernels"]) == 2 and all(k["identical"] for k in b["kernels"])
+    assert 0 < report["extracted_lines"] < report["closure_lines"]
+    text = (into / "kernel.cu").read_text()
+    assert "MergeStateKernel" in text and "#include <flashinfer/" not in text
+    assert main(["run", "merge_state", "--source", str(into), "--compile-only"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 kernels have identical SASS" in out and "SASS differs" not in out
+
+
 @pytest.fixture(scope="module")
 def rmsnorm_copy(real_config, pinned, tmp_path_factory):
     pinned("flashinfer")
     return _extract(real_config, tmp_path_factory, "rmsnorm")
 
 
-@pytest.mark.slow
-def test_a_harness_with_rendered_sources_is_refused_in_one_line(real_config, pinned):
-    from annotate.errors import AnnotateError
-    from annotate.extract.api import make_plan
-
+@pytest.fixture(scope="module")
+def decode_copy(real_config, pinned, tmp_path_factory):
     pinned("flashinfer")
-    with pytest.raises(AnnotateError) as e:
-        make_plan(real_config, load_spec(real_config, "decode_kernel"))
-    assert "decode_kernel: its harness compiles sources rendered" in e.value.message
-    assert "\n" not in e.value.message and "rmsnorm" in e.value.hint
+    return _extract(real_config, tmp_path_factory, "decode_kernel")
 
 
 @pytest.mark.slow
@@ -94,6 +118,34 @@ def test_rmsnorm_extracts_to_identical_sass(rmsnorm_copy):
     _check_report(spec, report)
     text = (_folder(report) / "kernel.cu").read_text()
     assert "RMSNormKernel" in text and "#include <flashinfer/" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.nvcc
+def test_decode_extracts_to_identical_sass(decode_copy):
+    """The decode harness compiles FlashInfer's JIT instantiation files and configs, rendered
+    from the pin's templates: in the folder they are plain files including kernel.cu, and the
+    copy's spec renders nothing."""
+    import yaml
+
+    spec, report = decode_copy
+    _check_report(spec, report)
+    folder = _folder(report)
+    text = (folder / "kernel.cu").read_text()
+    assert "SingleDecodeWithKVCacheKernel" in text and "BatchDecodeWithPagedKVCacheKernelMLA" not in text
+    assert "#include <flashinfer/" not in text
+    rendered = [g.output for g in spec.generated]
+    assert rendered and all((folder / name).is_file() for name in rendered)
+    upstream_include = re.compile(r"^\s*#\s*include\s*[<\"]flashinfer/", re.M)
+    for name in rendered:
+        own = (folder / name).read_text()
+        assert not upstream_include.search(own) and "{{" not in own, name
+    assert any('#include "kernel.cu"' in (folder / name).read_text() for name in rendered)
+    raw = yaml.safe_load((folder / "spec.yaml").read_text())
+    assert "generate" not in raw and raw["sources"] == list(spec.sources)
+    assert {n for n in rendered if n not in spec.sources} <= set(raw["headers"])
+    readme = (folder / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in rendered) and "JIT" in readme
 
 
 def _folder(report):
@@ -125,28 +177,41 @@ def _check_report(spec, report):
 
 @pytest.mark.slow
 @pytest.mark.nvcc
-def test_an_edited_copy_shows_its_sass_difference(real_config, rmsnorm_copy, tmp_path, capsys):
-    from annotate.cli import main
-    from annotate.harness.sidebyside import compare_builds, load_source_spec
+def test_a_deeper_pipeline_in_the_decode_copy_shows_its_sass_difference(decode_copy, tmp_path, capsys):
+    """NUM_STAGES_SMEM (the cp.async pipeline depth the dispatch macro picks on sm_80 and later)
+    from 2 to 3: every two-stage instantiation becomes a three-stage one, paired with its
+    pinned counterpart and differing; the one-stage (pre-sm_80 branch) ones stay identical."""
+    import json
 
-    spec, report = rmsnorm_copy
+    from annotate.cli import main
+
+    spec, report = decode_copy
     edited = tmp_path / "edited"
     shutil.copytree(_folder(report), edited)
     kernel = edited / "kernel.cu"
     text = kernel.read_text()
-    # a barrier before the kernel's first load: every RMSNormKernel instance changes
-    old = "  const uint32_t bx = blockIdx.x;"
-    assert old in text
-    kernel.write_text(text.replace(old, old + "\n  __syncthreads();", 1))
-    cmp = compare_builds(real_config, spec, load_source_spec(spec.name, edited), "90")
-    changed = [k for k in cmp.kernels if not k.identical]
-    assert changed
-    assert all("RMSNormKernel" in k.name for k in changed)
-    assert any(k.mix for k in changed) or any(k.first_difference for k in changed)
-    # the same through the command line
-    assert main(["run", spec.name, "--source", str(edited), "--compile-only"]) == 0
-    out = capsys.readouterr().out
-    assert "SASS differs" in out
+    old = "constexpr uint32_t NUM_STAGES_SMEM = 2;"
+    assert text.count(old) == 1
+    kernel.write_text(text.replace(old, "constexpr uint32_t NUM_STAGES_SMEM = 3;"))
+    assert main(["run", spec.name, "--source", str(edited), "--compile-only", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    # kernels are keyed `source:mangled name`; ptxas's records of both builds demangle them
+    demangled = {r["mangled"]: r["name"] for r in [*got["pinned"], *got["source"]]}
+
+    def name(key):
+        return demangled[key.partition(":")[2]]
+
+    kernels = got["kernels"]
+    changed = [k for k in kernels if not k["identical"]]
+    assert changed and len(changed) < len(kernels)
+    # the pinned two-stage instantiations, each paired with the copy's three-stage one
+    assert all("Kernel<(flashinfer::PosEncodingMode)0, 2u," in name(k["name"]) for k in changed)
+    assert all(k["paired_with"] and "Kernel<(flashinfer::PosEncodingMode)0, 3u," in name(k["paired_with"])
+               for k in changed)
+    assert all(k["mix"] for k in changed)
+    assert {"Single", "Batch"} <= {("Single" if "Single" in name(k["name"]) else "Batch") for k in changed}
+    one_stage = [k for k in kernels if "Kernel<(flashinfer::PosEncodingMode)0, 1u," in name(k["name"])]
+    assert one_stage and all(k["identical"] for k in one_stage)
 
 
 @pytest.mark.slow

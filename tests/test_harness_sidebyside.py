@@ -44,7 +44,7 @@ def _edited(text: str) -> str:
 
 def test_sass_is_parsed_per_kernel_and_normalised():
     k = parse_sass(SASS)
-    assert list(k) == ["_ZN10flashinfer6KernelILj8EEEvPf", "_ZN42_INTERNAL_TU_4helpEv"]
+    assert list(k) == ["_ZN10flashinfer6KernelILj8EEEvPf", "_ZN13_INTERNAL_TU_4helpEv"]
     main = k["_ZN10flashinfer6KernelILj8EEEvPf"]
     assert main.arch == "sm_90" and [i.address for i in main.instructions] == [0, 16, 32, 48, 64]
     assert main.instructions[2].text == "@!P0 BRA 0x60" and main.instructions[2].opcode == "BRA"

@@ -41,7 +41,7 @@ from annotate.harness import staging
 from annotate.harness.spec import COMMON_DIR, REFERENCE_FILE, SPEC_FILE, KernelSpec, load_spec_dir
 
 # Bump when what a reduction decides changes for the same inputs (cached results then miss).
-EXTRACT_LOGIC_VERSION = "4"
+EXTRACT_LOGIC_VERSION = "5"
 DEFAULT_ARCHES = ("90", "80")
 README = "README.md"
 
@@ -75,6 +75,7 @@ class Plan:
     library_dirs: tuple[Path, ...]
     harness: dict  # harness file name -> text rewritten to include kernel.cu
     include_paths: tuple[Path, ...] = ()  # every include folder of the pinned harness, in order
+    rendered: tuple[str, ...] = ()  # harness files the pinned build renders from the pin's templates
 
     @property
     def commit(self) -> str:
@@ -105,27 +106,47 @@ def harness_roots(spec: KernelSpec, texts: Iterable[str]) -> set[str]:
 
 
 def make_plan(config: Config, spec: KernelSpec, index=None) -> Plan:
-    """The plan of a catalog kernel (or a copy of one), against the pinned checkout."""
+    """The plan of a catalog kernel (or a copy of one), against the pinned checkout. Sources
+    the harness's build renders from the pin's templates (the spec's `generate:`, as
+    FlashInfer's JIT renders them) are harness files like the others: rendered into a scratch
+    folder with the harness's own files, read there, and written into the extracted folder as
+    plain files."""
     from annotate.upstreams import checkout_root, get_upstream
 
-    if spec.generated:
-        from annotate.harness.spec import kernel_names, load_spec
-
-        ok = [n for n in kernel_names(config) if not load_spec(config, n).generated]
-        raise AnnotateError(f"{spec.name}: its harness compiles sources rendered from {spec.upstream}'s JIT "
-                            "templates (`generate:` in its spec.yaml); extract does not flatten rendered "
-                            "sources yet", hint="kernels it extracts: " + ", ".join(ok))
     up = get_upstream(config, spec.upstream)
     origin = Origin(up.name, up.title, up.tag, up.commit)
-    return plan_from(spec, origin, checkout_root(config, up), include_dirs(config, spec), index)
+    rendered = staging.rendered_files(config, spec)
+    if not rendered:
+        return plan_from(spec, origin, checkout_root(config, up), include_dirs(config, spec), index)
+    config.tmp_dir().mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"harness-{spec.name}-", dir=config.tmp_dir()))
+    try:
+        for f in own_files(spec):
+            (scratch / Path(f).name).write_text((spec.folder / f).read_text(encoding="utf-8"), encoding="utf-8")
+        for name, text in rendered.items():
+            (scratch / name).write_text(text, encoding="utf-8")
+        return plan_from(spec, origin, checkout_root(config, up), include_dirs(config, spec), index,
+                         harness_dir=scratch, rendered=tuple(rendered))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def plan_from(spec: KernelSpec, origin: Origin, root: Path, dirs: Sequence[IncludeDir], index=None) -> Plan:
-    """The plan of `spec` whose upstream tree is `root` (a checkout, or a test's tiny tree)."""
+def own_files(spec: KernelSpec) -> list[str]:
+    """The harness files in its folder (sources, headers, binding), not those `generate:` renders."""
+    generated = {g.output for g in spec.generated}
+    return [f for f in (*spec.sources, *spec.headers, spec.binding) if f not in generated]
+
+
+def plan_from(spec: KernelSpec, origin: Origin, root: Path, dirs: Sequence[IncludeDir], index=None, *,
+              harness_dir: Path | None = None, rendered: Sequence[str] = ()) -> Plan:
+    """The plan of `spec` whose upstream tree is `root` (a checkout, or a test's tiny tree);
+    its harness files are read from `harness_dir` (default: the spec's folder), `rendered`
+    naming those its build generates."""
     from annotate.index.parse import macro_table
 
-    harness_files = [*spec.sources, *spec.headers]
-    closure = build_closure(spec.upstream, root, spec.folder, harness_files, list(dirs))
+    harness_dir = harness_dir or spec.folder
+    harness_files = [*spec.sources, *spec.headers, *(r for r in rendered if r not in spec.sources)]
+    closure = build_closure(spec.upstream, root, harness_dir, harness_files, list(dirs))
     if not closure.headers:
         raise AnnotateError(f"{spec.name}: the harness includes no {spec.upstream} header; nothing to extract")
     lines: dict[str, list[int]] = {}
@@ -133,8 +154,8 @@ def plan_from(spec: KernelSpec, origin: Origin, root: Path, dirs: Sequence[Inclu
         lines.setdefault(h.file, []).append(h.line)
     harness = {}
     for f in [*harness_files, spec.binding]:
-        text = (spec.folder / f).read_text(encoding="utf-8")
-        harness[Path(f).name] = emit.rewrite_harness_file(text, lines.get(f, ()))
+        text = (harness_dir / Path(f).name).read_text(encoding="utf-8")
+        harness[Path(f).name] = emit.rewrite_harness_file(text, lines.get(Path(f).name, ()))
     roots = harness_roots(spec, [harness[Path(f).name] for f in harness_files])
     table = macro_table()
     quals = [m for m, q in table.qualifiers.items() if set(q) & {"__device__", "__global__"}]
@@ -142,7 +163,7 @@ def plan_from(spec: KernelSpec, origin: Origin, root: Path, dirs: Sequence[Inclu
                           qualifier_macros=quals)
     return Plan(spec, origin, closure, reach, frozenset(roots),
                 tuple(d.label for d in dirs if d.library), tuple(d.path for d in dirs if d.library), harness,
-                tuple(d.path for d in dirs))
+                tuple(d.path for d in dirs), tuple(rendered))
 
 
 def kernel_text(plan: Plan, keep: Iterable[int], *, summaries=None, markers: bool = False,
@@ -189,7 +210,7 @@ class PinnedWorkspace(Workspace):
         self.config, self.plan = config, plan
         config.tmp_dir().mkdir(parents=True, exist_ok=True)
         self.dir = Path(tempfile.mkdtemp(prefix=f"pinned-{plan.spec.name}-", dir=config.tmp_dir()))
-        for name, text in staging.staged_files(plan.spec).items():
+        for name, text in staging.staged_files(plan.spec, config).items():
             (self.dir / name).write_text(text, encoding="utf-8")
         (self.dir / ORACLE_TU).write_text(oracle_unit([Path(s).name for s in plan.spec.sources]), encoding="utf-8")
         self.includes = list(plan.include_paths)
@@ -281,10 +302,13 @@ def reduce_plan(config: Config, plan: Plan, arches: Sequence[str], log: Log = _q
     with Workspace(config, plan) as ws:
         # 1. liveness: what no preprocessing pass keeps goes without a compile
         (ws.dir / "kernel.cu").write_text(full, encoding="utf-8")
+        # every source on its own, as the build compiles it: a piece is live when any pass of
+        # any source keeps it
         cmds = []
         for a in arches:
-            cmds += preprocess_commands(tc.nvcc, staging.nvcc_flags(plan.spec, a), ws.dir / ORACLE_TU,
-                                        [ws.dir, *plan.library_dirs], sys_incs, tc.env(config.environ))
+            for s in plan.spec.sources:
+                cmds += preprocess_commands(tc.nvcc, staging.nvcc_flags(plan.spec, a), ws.dir / Path(s).name,
+                                            [ws.dir, *plan.library_dirs], sys_incs, tc.env(config.environ))
         unique = list({tuple(c): c for c in cmds}.values())
         live = live_pieces(unique, tc.env(config.environ), ws.dir)
         dead = tuple(sorted(i for i in static if i not in live))
@@ -305,10 +329,12 @@ def reduce_plan(config: Config, plan: Plan, arches: Sequence[str], log: Log = _q
         # the reference is the pinned harness itself: what static analysis keeps must already
         # compile to it, or static analysis missed something and the whole closure is kept
         with PinnedWorkspace(config, plan) as pw:
-            pinned = PtxOracle(tc.nvcc, pw.dir, {}, tuple(pw.includes), tuple(sys_incs), tc.env(config.environ))
+            sources = tuple(Path(s).name for s in plan.spec.sources)
+            pinned = PtxOracle(tc.nvcc, pw.dir, {}, tuple(pw.includes), tuple(sys_incs), tc.env(config.environ),
+                               separate=sources if len(sources) > 1 else ())
             level = pinned.choose_level({a: staging.nvcc_flags(plan.spec, a) for a in arches})
         oracle = PtxOracle(tc.nvcc, ws.dir, dict(pinned.flags), tuple(plan.library_dirs), tuple(sys_incs),
-                           tc.env(config.environ), dict(pinned.reference), pinned.stats)
+                           tc.env(config.environ), dict(pinned.reference), pinned.stats, units=pinned.units)
         static_ptx, why = oracle.compile(kernel_text(plan, keep))
         why = why or oracle.compare(static_ptx)
         oracle.stats.log.append(f"what static analysis keeps: {why or 'the pinned build’s code'}")
@@ -368,8 +394,21 @@ def _save(path: Path, key: str, r: ReductionResult) -> None:
 
 # ---- the folder ----------------------------------------------------------------------------------
 
+_CONTINUES = (",", ":", "，", "：")
+
+
 def one_line(text: str, width: int = 150) -> str:
-    line = " ".join(text.strip().split("\n\n")[0].split())
+    """A summary's first paragraph on one line, with the displayed formula that completes it
+    ("Computes, for each row `x`,\n\n`out_i = …`") when it is one."""
+    paras = [" ".join(p.split()) for p in text.strip().split("\n\n") if p.strip()]
+    line = paras[0] if paras else ""
+    for p in paras[1:]:
+        display = p.startswith(("`", "$")) and "\n" not in p
+        if not (line.endswith(_CONTINUES) or display):
+            break
+        line += " " + p
+        if display:
+            break
     return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
@@ -422,11 +461,14 @@ def spec_text(plan: Plan, kernel_sha: str) -> str:
     src = (spec.folder / SPEC_FILE).read_text(encoding="utf-8")
     common = spec.folder.parent / COMMON_DIR
     commons = sorted(p.name for p in common.iterdir() if p.is_file()) if common.is_dir() else []
-    headers = [*spec.headers, emit.KERNEL_FILE, *commons]
+    headers = [*spec.headers, *(r for r in plan.rendered if r not in spec.sources), emit.KERNEL_FILE, *commons]
     top = (f"# Extracted by `annotate extract {spec.name}` from vendor_kernels/{spec.name}/spec.yaml:\n"
            f"# {spec.upstream}'s headers are replaced by {emit.KERNEL_FILE}; library code stays an include.\n"
+           + (f"# The files `generate:` rendered from the pin's templates are plain files here: "
+              f"{', '.join(plan.rendered)}.\n" if plan.rendered else "") +
            f"# Run it beside the pinned original: annotate run {spec.name} --source <this folder>\n")
-    text = emit.rewrite_spec_text(src, includes=list(plan.library_includes), headers=headers, banner=top)
+    text = emit.rewrite_spec_text(src, includes=list(plan.library_includes), headers=headers, banner=top,
+                                  drop=("generate",))
     text += ("extracted:\n"
              f"  from: vendor_kernels/{spec.name}\n"
              f"  upstream: {spec.upstream}\n"
@@ -435,11 +477,12 @@ def spec_text(plan: Plan, kernel_sha: str) -> str:
     try:
         raw = yaml.safe_load(text)
         ok = isinstance(raw, dict) and raw.get("includes") == list(plan.library_includes) and \
-            raw.get("headers") == headers
+            raw.get("headers") == headers and "generate" not in raw
     except yaml.YAMLError:
         ok = False
     if not ok:  # a spec laid out in a way the text edit does not know: written afresh
         raw = yaml.safe_load(src)
+        raw.pop("generate", None)
         raw.update(includes=list(plan.library_includes), headers=headers,
                    extracted={"from": f"vendor_kernels/{spec.name}", "upstream": spec.upstream,
                               "commit": plan.commit, "kernel_sha256": kernel_sha})

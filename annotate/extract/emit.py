@@ -33,7 +33,9 @@ def render_kernel(pieces: Iterable[FlatPiece], *, commit: str, banner: str,
     puts `#pragma annotate_piece N` before every piece (annotate.extract.oracle's liveness)."""
     summaries = summaries or {}
     want_comment = comment or (lambda p: p.kind == DECL)
-    out: list[str] = [banner.rstrip("\n"), ""]
+    # every upstream header has `#pragma once` or a guard, and so does their flattening: a
+    # launcher and a header it includes may both have included upstream code
+    out: list[str] = [banner.rstrip("\n"), "#pragma once", ""]
     conds: list[str] = []
     nss: list[str] = []
     current_file: str | None = None
@@ -103,11 +105,26 @@ def rewrite_harness_file(text: str, upstream_lines: Iterable[int]) -> str:
     return "".join(lines)
 
 
-def rewrite_spec_text(text: str, *, includes: list[str], headers: list[str], banner: str) -> str:
-    """spec.yaml with `includes:` and `headers:` replaced (comments elsewhere kept), `banner`
-    (comment lines) on top. The caller parses the result: a spec written in a shape this does
-    not handle fails there and is written afresh instead."""
+def rewrite_spec_text(text: str, *, includes: list[str], headers: list[str], banner: str,
+                      drop: Iterable[str] = ()) -> str:
+    """spec.yaml with `includes:` and `headers:` replaced and the top-level keys `drop` removed
+    with their blocks (comments elsewhere kept), `banner` (comment lines) on top. The caller
+    parses the result: a spec written in a shape this does not handle fails there and is
+    written afresh instead."""
     lines = text.splitlines()
+    for key in drop:
+        for i, ln in enumerate(lines):
+            if ln.startswith(f"{key}:"):
+                j = i + 1
+                while j < len(lines) and (not lines[j].strip() or lines[j].startswith((" ", "-", "#"))):
+                    j += 1
+                # comment lines right above the next key belong to it, those right above this one to it
+                while j > i + 1 and lines[j - 1].startswith("#"):
+                    j -= 1
+                while i > 0 and lines[i - 1].startswith("#"):
+                    i -= 1
+                lines = lines[:i] + lines[j:]
+                break
 
     def replace_key(key: str, values: list[str]) -> None:
         nonlocal lines

@@ -11,10 +11,12 @@ Two questions, both asked of nvcc with the harness's own flags:
   end, which picks every overload and specialisation, is the same; what differs is
   optimisation, which cannot tell two identical inputs apart). Same PTX (internal names
   normalised) implies same SASS: ptxas is deterministic. The final proof is still the SASS
-  of the full build (annotate.extract.faithful).
+  of the full build (annotate.extract.api.verify).
 
 All harness sources go into one oracle translation unit (each `#include`d), so a test is one
-front-end run per target rather than one per source.
+front-end run per target rather than one per source. Sources that cannot share one (each
+defines FlashInfer's JIT `Params` struct, or instantiates what another declares `extern`) are
+compiled one by one: the pinned harness decides (`PtxOracle.choose_level`).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from annotate.errors import AnnotateError
 MARKER = "#pragma annotate_piece "
 _MARKER_RE = re.compile(r"^\s*#\s*pragma\s+annotate_piece\s+(\d+)", re.M)
 # Internal-linkage names embed a hash of the translation unit's path
-# (_ZN42_INTERNAL_33a620dd_11_launcher_cu_3eb23359...): two folders must compare equal.
-_INTERNAL_RE = re.compile(r"_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}")
+# (_ZN42_INTERNAL_33a620dd_11_launcher_cu_3eb23359...): two folders must compare equal
+# (annotate.harness.sassdiff.normalise_internal).
 ORACLE_TU = "annotate_oracle.cu"
 TIMEOUT = "timed out"
 DIFFERENT = "different PTX"
@@ -48,8 +50,10 @@ def oracle_unit(sources: Sequence[str]) -> str:
 
 
 def normalise_ptx(text: str) -> str:
+    from annotate.harness.sassdiff import normalise_internal
+
     lines = [ln for ln in text.splitlines() if not ln.startswith("//")]
-    return _INTERNAL_RE.sub("_TU_", "\n".join(lines))
+    return normalise_internal("\n".join(lines))
 
 
 # Labels and frames are numbered by the function's position in the module; a kernel left out
@@ -59,16 +63,24 @@ _PTX_FUNC = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)")
 _PTX_NAME = re.compile(r"([\w$]+)\s*(?:\[[^\]]*\])*\s*(?:=|;)")
 
 
+UNIT_MARK = "// annotate-unit "  # starts each unit's module when a target's PTX is several units'
+
+
 def ptx_blocks(text: str) -> dict[str, str]:
     """A module's top-level statements by name: each function (`.entry k` / `.func f`, with its
     body), prototype and global variable. Two builds can then be compared function by function:
     a kernel the pinned build emits and the harness never reaches (a non-template `__global__`
-    in a header) is left out of the extraction, not a difference in what runs."""
+    in a header) is left out of the extraction, not a difference in what runs. Several units'
+    modules (each after a UNIT_MARK line) are one dictionary, names prefixed `unit/`."""
     blocks: dict[str, str] = {}
     cur: list[str] = []
     depth = 0
+    unit = ""
     for line in text.splitlines():
         s = line.strip()
+        if not cur and s.startswith(UNIT_MARK):
+            unit = s[len(UNIT_MARK):].strip() + "/"
+            continue
         if not cur and (not s or s.startswith(("//", ".version", ".target", ".address_size"))):
             continue
         cur.append(line)
@@ -81,7 +93,7 @@ def ptx_blocks(text: str) -> dict[str, str]:
             kind = "entry:" if m is not None and m.re is _PTX_FUNC and m.group(1) == "entry" else ""
             if "{" not in stmt and m is not None and m.re is _PTX_FUNC:
                 kind = "proto:"  # a declaration of a function defined elsewhere in the module
-            blocks[kind + key] = _FUNC_INDEX_RE.sub(r"\1", stmt)
+            blocks[kind + unit + key] = _FUNC_INDEX_RE.sub(r"\1", stmt)
             cur = []
     return blocks
 
@@ -132,6 +144,8 @@ class PtxOracle:
     reference: dict = field(default_factory=dict)  # arch -> normalised PTX
     stats: OracleStats = field(default_factory=OracleStats)
     kernels: dict = field(default_factory=dict)  # arch -> the kernels a candidate must emit (None: the reference's)
+    units: tuple[str, ...] = (ORACLE_TU,)  # the files compiled per target
+    separate: tuple[str, ...] = ()  # the sources, to compile one by one if they cannot share a unit
 
     def compile(self, kernel_text: str | None, flags: dict | None = None,
                 timeout: float | None = None) -> tuple[dict[str, str], str | None]:
@@ -141,13 +155,14 @@ class PtxOracle:
         if kernel_text is not None:
             (self.folder / "kernel.cu").write_text(kernel_text, encoding="utf-8")
         flags = flags or self.flags
-        archs = list(flags)
+        jobs = [(arch, unit) for arch in flags for unit in self.units]
 
-        def one(arch: str) -> tuple[str, str | None]:
-            out = self.folder / f"oracle_{arch}.ptx"
+        def one(job: tuple[str, str]) -> tuple[str, str | None]:
+            arch, unit = job
+            out = self.folder / f"oracle_{arch}_{Path(unit).stem}.ptx"
             cmd = [str(self.nvcc), "-ptx", *flags[arch], *(f"-I{p}" for p in (self.folder, *self.includes)),
                    *(x for p in self.system_includes for x in ("-isystem", str(p))),
-                   str(self.folder / ORACLE_TU), "-o", str(out)]
+                   str(self.folder / unit), "-o", str(out)]
             res = _run(cmd, self.env, timeout)
             if res is None:
                 return "", TIMEOUT
@@ -156,18 +171,26 @@ class PtxOracle:
                 return "", (errs[0] if errs else f"nvcc exit {res[0]}")
             return normalise_ptx(out.read_text(encoding="utf-8", errors="replace")), None
 
-        with ThreadPoolExecutor(max_workers=len(archs)) as pool:
-            results = dict(zip(archs, pool.map(one, archs)))
+        with ThreadPoolExecutor(max_workers=min(len(jobs), max(2, os.cpu_count() or 2))) as pool:
+            results = dict(zip(jobs, pool.map(one, jobs)))
         err = next((e for _, e in results.values() if e), None)
-        return {a: p for a, (p, _) in results.items()}, err
+        if len(self.units) == 1:
+            return {a: results[(a, self.units[0])][0] for a in flags}, err
+        return {a: "\n".join(f"{UNIT_MARK}{u}\n{results[(a, u)][0]}" for u in self.units) for a in flags}, err
 
     def compare(self, ptx: dict[str, str]) -> str | None:
-        """None when every function and variable the candidate emits is the reference's, and it
-        emits the kernels it must; else what differs."""
+        """None when every function and variable the candidate emits that the reference emits
+        too is the same, and it emits the kernels it must; else what differs.
+
+        The candidate may emit more: each source includes the whole kernel.cu, so a library
+        header another source pulled in is seen by all, and its objects (libcu++'s
+        customisation-point objects, `cuda::std::__cpo::iter_swap`) appear in modules that did
+        not have them. Something more that the code uses changes the code that uses it (a
+        kernel calling a function it used to inline), and that code is compared."""
         for arch, text in ptx.items():
             ref, got = ptx_blocks(self.reference[arch]), ptx_blocks(text)
             for name, block in got.items():
-                if ref.get(name) != block:
+                if name in ref and ref[name] != block:
                     return f"{DIFFERENT}: {name.split(':')[-1][:120]} (sm_{arch})"
             want = self.kernels.get(arch)
             if want is not None and entries(got) != want:
@@ -186,6 +209,11 @@ class PtxOracle:
         self.flags = {a: ptx_flags(f, a, "O3") for a, f in build_flags.items()}
         t0 = time.perf_counter()
         ptx, err = self.compile(kernel_text)
+        if err and self.separate and self.units != self.separate:
+            self.stats.log.append(f"the sources cannot share one unit ({err}); compiling them one by one")
+            self.units = self.separate
+            t0 = time.perf_counter()
+            ptx, err = self.compile(kernel_text)
         t3 = time.perf_counter() - t0
         if err:
             raise AnnotateError(f"the oracle's reference does not compile: {err}",

@@ -43,8 +43,46 @@ class KernelSass:
         return Counter(i.opcode for i in self.instructions if i.opcode and i.opcode != "NOP")
 
 
+_LENGTH_INTERNAL_RE = re.compile(r"(\d+)(_INTERNAL_)")
+_INTERNAL_PARTS = re.compile(r"_INTERNAL_[0-9a-f]{8}_(\d+)_(\w+)")
+_INTERNAL_TAIL = (re.compile(r"_[0-9a-f]{8}(?:_\d+)?"), re.compile(r"_\w*"))
+
+
+def _internal_length(text: str, digits: str, start: int) -> int | None:
+    """The length of the internal namespace name at `start`, whose length prefix is a suffix
+    of `digits` (the digits before it may end the previous name): the shortest that parses."""
+    for tail in _INTERNAL_TAIL:
+        for k in range(1, len(digits) + 1):
+            n = int(digits[-k:])
+            m = _INTERNAL_PARTS.fullmatch(text, start, start + n)
+            if m and len(m.group(2)) > int(m.group(1)):
+                if tail.fullmatch(m.group(2)[int(m.group(1)):]):
+                    return n
+    return None
+
+
+def normalise_internal(text: str) -> str:
+    """Every internal-linkage namespace name (`60_INTERNAL_7824549a_23_single_decode_kernel_cu_
+    301be8f6_24969`: a hash of the file's path, its name, and a number that changes with the
+    unit's content) as `13_INTERNAL_TU_`, found by its length prefix so nothing of it is left;
+    one without a length prefix by its hashes."""
+    out, pos = [], 0
+    for m in _LENGTH_INTERNAL_RE.finditer(text):
+        start = m.start(2)
+        if start < pos:
+            continue
+        n = _internal_length(text, m.group(1), start)
+        if n is None:
+            continue
+        out.append(text[pos:start - len(str(n))])
+        out.append("13_INTERNAL_TU_")
+        pos = start + n
+    out.append(text[pos:])
+    return _INTERNAL_RE.sub("_TU_", "".join(out))
+
+
 def normalise_name(name: str) -> str:
-    return _INTERNAL_RE.sub("_TU_", name)
+    return normalise_internal(name)
 
 
 def parse_sass(text: str) -> dict[str, KernelSass]:
@@ -69,7 +107,7 @@ def parse_sass(text: str) -> dict[str, KernelSass]:
         m = _INSTR_RE.match(line)
         if m and name is not None:
             body = " ".join(m.group(2).split())
-            instrs.append(Instruction(int(m.group(1), 16), _INTERNAL_RE.sub("_TU_", body)))
+            instrs.append(Instruction(int(m.group(1), 16), normalise_internal(body)))
     flush()
     return out
 
