@@ -122,6 +122,22 @@ def test_search_reaches_rmsnormkernel(site, browser):
     assert "DecodeKernel" in hit.text
 
 
+def test_typing_while_the_search_index_loads_still_shows_results(site, browser):
+    """Focusing the box starts loading the index; a query typed before it has loaded must be
+    answered when it arrives (it was dropped: the results stayed empty until the next key)."""
+    from selenium.webdriver.common.by import By
+
+    browser.get((site / names.source_page(UP, DECODE)).as_uri())
+    # focus and type in one script task: the index (an async <script>) cannot have loaded yet
+    browser.execute_script(
+        "var q = document.getElementById('q');"
+        "q.dispatchEvent(new Event('focus')); q.value = 'RMSNormKernel';"
+        "q.dispatchEvent(new Event('input'));"
+        "return !!window.ANNOTATE_SEARCH;")
+    first = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#qr li a"))[0]
+    assert "demo::RMSNormKernel" in first.text
+
+
 def test_hostile_annotation_runs_nothing(tmp_path):
     from selenium.webdriver.common.by import By
 

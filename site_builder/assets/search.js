@@ -20,14 +20,22 @@
   }
   function pick(en, zh) { return (lang() === "zh" ? zh || en : en || zh) || ""; }
 
+  // Callers that arrive while the index is loading wait for it: typing right after focusing the
+  // box (which starts the load) must still show results once the index is in.
+  var waiting = [];
   function ensureIndex(then) {
     if (window.ANNOTATE_SEARCH) { then(); return; }
+    waiting.push(then);
     if (loading) return;
     loading = true;
     var s = document.createElement("script");
     s.src = root + "search-index.js";
-    s.onload = function () { loading = false; then(); };
-    s.onerror = function () { loading = false; show([], "js.no_index"); };
+    s.onload = function () {
+      loading = false;
+      var todo = waiting; waiting = [];
+      todo.forEach(function (f) { f(); });
+    };
+    s.onerror = function () { loading = false; waiting = []; show([], "js.no_index"); };
     document.head.appendChild(s);
   }
 
