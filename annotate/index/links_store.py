@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import quote
@@ -58,40 +57,24 @@ def snapshot_path(config: "Config", index: "Index") -> Path:
 
 
 def write(path: Path, links: Links, meta: dict[str, str]) -> None:
-    from annotate.atomic import _mode
+    from annotate.atomic import write_sqlite_atomic
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(tmp)
-        try:
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            for stmt in _DDL:
-                conn.execute(stmt)
-            conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
-            conn.executemany("INSERT INTO exports(upstream, path, line, rule, module, name, function)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             [(e.upstream, e.path, e.line, e.rule, e.module, e.name, e.function) for e in links.exports])
-            conn.executemany("INSERT INTO ops(upstream, path, line, op, function) VALUES (?, ?, ?, ?, ?)",
-                             [(o.upstream, o.path, o.line, o.op, o.function) for o in links.ops])
-            conn.executemany("INSERT INTO macros(upstream, path, line, name, params, branches, variants)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             [(m.upstream, m.path, m.line, m.name, json.dumps(list(m.params)),
-                               json.dumps([[list(b.conditions), [list(x) for x in b.bindings]] for b in m.branches]),
-                               m.variants) for m in links.macros])
-            conn.commit()
-        finally:
-            conn.close()
-        os.chmod(tmp, _mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    def fill(conn: sqlite3.Connection) -> None:
+        for stmt in _DDL:
+            conn.execute(stmt)
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+        conn.executemany("INSERT INTO exports(upstream, path, line, rule, module, name, function)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         [(e.upstream, e.path, e.line, e.rule, e.module, e.name, e.function) for e in links.exports])
+        conn.executemany("INSERT INTO ops(upstream, path, line, op, function) VALUES (?, ?, ?, ?, ?)",
+                         [(o.upstream, o.path, o.line, o.op, o.function) for o in links.ops])
+        conn.executemany("INSERT INTO macros(upstream, path, line, name, params, branches, variants)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         [(m.upstream, m.path, m.line, m.name, json.dumps(list(m.params)),
+                           json.dumps([[list(b.conditions), [list(x) for x in b.bindings]] for b in m.branches]),
+                           m.variants) for m in links.macros])
+
+    write_sqlite_atomic(path, fill)
 
 
 def _length_ok(path: Path) -> bool:

@@ -214,33 +214,11 @@ def create_store(path: Path | None, meta: dict[str, str], extracted: dict, resol
         store = Store(conn, f"<{meta.get('upstream', '?')} in memory>", None, dict(meta, schema=SCHEMA_VERSION))
         store.hold(resolved)
         return store
-    import tempfile
+    from annotate.atomic import write_sqlite_atomic
 
-    from annotate.atomic import _mode
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(tmp)
-        try:
-            # a half-written temporary file is never renamed into place, so no journal is needed
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            # the whole schema in the first page, the meta table in the second: damage further in
-            # is found inside a page (one-line error), not taken for another schema
-            conn.execute("PRAGMA page_size=8192")
-            write_store(conn, meta, extracted, resolved)
-        finally:
-            conn.close()
-        os.chmod(tmp, _mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # the whole schema in the first page, the meta table in the second: damage further in is
+    # found inside a page (one-line error), not taken for another schema
+    write_sqlite_atomic(path, lambda conn: write_store(conn, meta, extracted, resolved), page_size=8192)
     store = open_store(path, meta)
     store.hold(resolved)
     return store
