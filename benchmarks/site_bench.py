@@ -195,10 +195,11 @@ def workspace(config, base: Path) -> tuple[Path, Path]:
 
 def rendered_files(env: dict) -> list[Path]:
     """The absolute paths of the source files the site renders (from the warm index)."""
-    code = ("import json\nfrom annotate.config import Config\nfrom annotate.index.api import load_index\n"
-            "from annotate.upstreams import load_upstreams\nfrom site_builder.context import rendered_paths\n"
-            "c = Config.load(); ix = load_index(c)\n"
-            "print(json.dumps([str(ix.root(u) / p) for u, p in rendered_paths(ix, load_upstreams(c))]))\n")
+    code = ("import json\nfrom annotate.config import Config\nfrom annotate.project import open_project\n"
+            "from site_builder.context import rendered_paths, shown_beyond_render\n"
+            "p = open_project(Config.load()); ix = p.index\n"
+            "also = shown_beyond_render(ix, p.annotations)\n"
+            "print(json.dumps([str(ix.root(u) / f) for u, f in rendered_paths(ix, p.selected, also=also)]))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True, text=True)
     return [Path(p) for p in json.loads(out.stdout)]
 

@@ -239,7 +239,7 @@ def notes_global(ctx: SiteContext, annotations: AnnotationSet) -> str:
     others = sorted((n.kind, n.definition.key, n.status) for n in (*annotations.types(), *annotations.macros())
                     if n.definition is not None)
     parts = [repr(sorted((k, n.status) for k, n in ctx.notes.items())), repr(others), repr(ctx.diagnostics),
-             repr(tuple(ctx.courses.values()))]
+             repr(tuple(ctx.courses.values())), repr(list(ctx.rendered))]  # an annotation file may add a page
     return _digest("\n".join(parts))
 
 

@@ -102,21 +102,48 @@ class SiteContext:
 
 
 def rendered_paths(index: IndexView, upstreams: Mapping[str, Upstream],
-                   only: Sequence[str] = ()) -> dict[FileKey, FileIndex]:
-    """The files the site shows: under an upstream's `render` paths, C/CUDA or Python."""
+                   only: Sequence[str] = (), also: Iterable[FileKey] = ()) -> dict[FileKey, FileIndex]:
+    """The files the site shows: under an upstream's `render` paths, C/CUDA or Python, and the
+    indexed files in `also` (`shown_beyond_render`)."""
     out = {}
+    extra: dict[str, set[str]] = {}
+    for up, path in also:
+        extra.setdefault(up, set()).add(path)
     for name in index.upstreams():
         up = upstreams.get(name)
         if up is None or (only and name not in only):
             continue
+        more = extra.get(name, ())
         for fi in index.files(name):
-            if language_of(fi.path) and any(fi.path.startswith(r) for r in up.render):
+            if language_of(fi.path) and (any(fi.path.startswith(r) for r in up.render) or fi.path in more):
                 out[(name, fi.path)] = fi
     return dict(sorted(out.items()))
 
 
-def index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
-    rendered = rendered_paths(index, upstreams, only)
+def shown_beyond_render(index: IndexView, annotations: AnnotationSet | None) -> tuple[FileKey, ...]:
+    """Indexed files outside every `render` path that the site shows all the same: the files an
+    annotation file is about, and the files a course ref names (the file, or the definitions of
+    the name, as `annotate status --courses` counts them). The CuTe headers Flash-Attention uses
+    are indexed as a submodule, not rendered, yet carry notes and sit on phase 4.2's reading list."""
+    if annotations is None:
+        return ()
+    from annotate.notes.api import ref_files
+
+    out: set[FileKey] = set()
+    for af in annotations.files:
+        if af.upstream and af.path and index.has_file(af.upstream, af.path):
+            out.add((af.upstream, af.path))
+    for course in annotations.courses:
+        for step in course.steps:
+            for ref in step.refs:
+                up = ref.partition(":")[0]
+                out.update((up, p) for p in ref_files(index, ref, annotations))
+    return tuple(sorted(k for k in out if language_of(k[1])))
+
+
+def index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = (),
+               also: Iterable[FileKey] = ()) -> IndexPart:
+    rendered = rendered_paths(index, upstreams, only, also)
     all_symbols: dict[str, Symbol] = {}
     symbols: dict[str, Symbol] = {}
     for fi in index.files():
@@ -204,25 +231,30 @@ class _LazySymbols(Mapping[str, Symbol]):
         return sum(1 for _ in self)
 
 
-def lazy_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
+def lazy_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = (),
+                    also: Iterable[FileKey] = ()) -> IndexPart:
     """`index_part` that reads the index only as far as it is asked: the file list at once, a
     file's definitions, calls and facts when something on a page needs them."""
     keys = []
+    also = set(also)
     for name in index.upstreams():
         up = upstreams.get(name)
         if up is None or (only and name not in only):
             continue
-        keys += [(name, p) for p in index.paths(name) if language_of(p) and any(p.startswith(r) for r in up.render)]
+        keys += [(name, p) for p in index.paths(name)
+                 if language_of(p) and (any(p.startswith(r) for r in up.render) or (name, p) in also)]
     rendered = _LazyFiles(index, sorted(keys))
     return IndexPart(rendered, _LazySymbols(index, rendered), _LazySymbols(index, None))
 
 
-def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = ()) -> IndexPart:
-    """`index_part`, made once per index and pins: `annotate serve` rebuilds against one index,
-    so a note edit does not walk the whole index again."""
+def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: Sequence[str] = (),
+                    also: Iterable[FileKey] = ()) -> IndexPart:
+    """`index_part`, made once per index, pins and extra files: `annotate serve` rebuilds against
+    one index, so a note edit does not walk the whole index again."""
+    also = tuple(sorted(set(also)))
     key = ("site_builder.context.index_part",
-           tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())), tuple(only))
-    return index.memo(key, lambda: index_part(index, upstreams, only))
+           tuple(sorted((k, v.commit, v.render) for k, v in upstreams.items())), tuple(only), also)
+    return index.memo(key, lambda: index_part(index, upstreams, only, also))
 
 
 def site_context(project: "Project", lazy: bool = False) -> SiteContext:
@@ -234,7 +266,8 @@ def site_context(project: "Project", lazy: bool = False) -> SiteContext:
     from site_builder.traces import load_traces
 
     pins = project.selected
-    part = (lazy_index_part if lazy else memo_index_part)(project.index, pins, project.only)
+    also = shown_beyond_render(project.index, project.annotations)
+    part = (lazy_index_part if lazy else memo_index_part)(project.index, pins, project.only, also)
     runs, problems = load_runs(project.config)
     # read once per build: every committed SASS record, fact report, identity card and profile
     compiled = [load_compiled(project.config, kr.spec.name) for kr in runs]

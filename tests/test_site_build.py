@@ -319,3 +319,9 @@ def test_real_pins_site(real_config, pinned, tmp_path):
     assert "flash::flash_fwd_kernel" in trace and "HEADDIM_SWITCH" in trace
     fwd = (out / names.source_page("flash-attention", "csrc/flash_attn/src/flash_fwd_kernel.h")).read_text()
     assert 'href="../../../../../traces/flash_attn.flash_attn_func.html"' in fwd
+    # the CuTe headers are indexed, not under a render path, yet annotated and on phase 4.2's
+    # reading list: their pages exist and every ref of every step page resolves
+    swz = out / names.source_page("flash-attention", "csrc/cutlass/include/cute/swizzle.hpp")
+    assert swz.is_file() and '<aside class="note' in swz.read_text()
+    unresolved = {p.name: p.read_text().count('class="unres"') for p in (out / "courses").rglob("*.html")}
+    assert not any(unresolved.values()), {k: v for k, v in unresolved.items() if v}

@@ -236,6 +236,37 @@ def _step_with_refs(config, refs: tuple[str, ...], keep_type_notes: bool = True)
     return site_pages.step_page(ctx, ctx.courses["c"], 0)
 
 
+def test_files_outside_the_render_paths_are_shown_when_annotated_or_on_a_reading_list(config):
+    """A pin indexes more than it renders (Flash-Attention's cutlass submodule): a file outside
+    every `render` path still gets its page when an annotation file is about it or a course ref
+    names it (or a definition in it), and no other such file does."""
+    import dataclasses
+
+    from annotate.notes import model as M
+    from annotate.project import open_project
+    from site_builder.context import site_context
+    from site_support import demo_annotations, demo_index, demo_upstream
+
+    index = demo_index()
+    narrow = dataclasses.replace(demo_upstream(), render=("include/demo/none/",))
+    aset = demo_annotations(index)
+
+    def rendered(files, refs):
+        course = M.Course("c", M.Text("C"), None, (M.CourseStep("s", M.Text("S"), None, refs),))
+        a = dataclasses.replace(aset, files=files, courses=(course,))
+        ctx = site_context(open_project(config, index=index, annotations=a, pins={UP: narrow}))
+        return sorted(p for _, p in ctx.rendered), ctx
+
+    assert rendered((), ())[0] == []
+    norm_only = tuple(f for f in aset.files if f.path == NORM)
+    assert rendered(norm_only, ())[0] == [NORM]  # its annotation file
+    assert rendered((), (f"{UP}:{DECODE}",))[0] == [DECODE]  # a file ref
+    got, ctx = rendered((), (f"{UP}:demo::DecodeKernel", f"{UP}:no::such_thing"))
+    assert got == [DECODE]  # the file defining a named function
+    step = site_pages.step_page(ctx, ctx.courses["c"], 0)
+    assert step.reading[0].link.href == "../../src/demo/include/demo/decode.cuh.html#f-DecodeKernel-14"
+
+
 def test_step_refs_to_types_and_macros_link_to_their_notes(config):
     step = _step_with_refs(config, (f"{UP}:demo::DecodeParams", f"{UP}:DEMO_SWITCH", f"{UP}:DecodeParams",
                                     f"{UP}:demo::NoSuchType"))
