@@ -42,6 +42,9 @@ class Submodule:
     lock: str
     web: str = ""
     index: bool = True  # false for build-only dependencies the reader never needs (CCCL)
+    # `index: included` in the pin file: only the files that the pin's other indexed files reach
+    # through #include (transitively) are indexed (cutlass: what Flash-Attention really includes)
+    included_only: bool = False
     exclude: tuple[str, ...] = ()  # patterns of files under `paths` that no route fetches
 
     def excludes(self, path: str) -> bool:
@@ -89,6 +92,11 @@ class Upstream:
         own = [p.rstrip("/") for p in self.paths]
         subs = [f"{s.path}/{p.rstrip('/')}" for s in self.submodules if s.index for p in s.paths]
         return own + subs
+
+    def included_only_paths(self) -> list[str]:
+        """The index paths (a subset of `index_paths`) of which only the files the pin's other
+        indexed files #include, directly or not, are indexed (`index: included`)."""
+        return [f"{s.path}/{p.rstrip('/')}" for s in self.submodules if s.index and s.included_only for p in s.paths]
 
     def commit_url(self) -> str:
         return f"{self.web}/tree/{self.commit}" if self.web else ""
@@ -157,9 +165,12 @@ def _read_pin_file(path: Path) -> Loaded:
 
 
 def _submodule(r: _PinReader, d: dict) -> Submodule:
+    index = d.get("index", True)
+    if index not in (True, False, None, "included"):
+        raise AnnotateError(f"{r.where('index')}: expected true, false or included, not {index!r}")
     return Submodule(name=r.text(d, "name"), path=r.text(d, "path").strip("/"), url=r.text(d, "url"),
                      commit=r.text(d, "commit"), paths=r.texts(d, "paths"), lock=r.text(d, "lock"),
-                     web=r.text(d, "web", ""), index=d.get("index", True) is not False,
+                     web=r.text(d, "web", ""), index=index is not False, included_only=index == "included",
                      exclude=_exclude(d, r.where()))
 
 

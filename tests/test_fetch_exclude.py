@@ -213,6 +213,8 @@ def test_submodule_patterns_apply_below_the_submodule_path(tmp_path):
     (lambda d: d.update(exclude="demo_kernels/*.md"), "upstreams.demo.exclude: expected a list of glob patterns"),
     (lambda d: d.update(exclude=["/demo_kernels/*.md"]), "'/demo_kernels/*.md': patterns are relative"),
     (lambda d: d["submodules"][0].update(exclude=[""]), "upstreams.demo.submodules.0.exclude: expected a list"),
+    (lambda d: d["submodules"][0].update(index="some"),
+     "upstreams.demo.submodules.0.index: expected true, false or included, not 'some'"),
 ])
 def test_malformed_map_or_exclude_is_an_error_naming_the_file(world, edit, message):
     pins = world.pins()

@@ -235,3 +235,39 @@ def test_cli_not_fetched(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(tmp_path / "empty"))
     rc, _, err = run_cli(capsys, "callgraph", "foo", "--json")
     assert rc == 1 and "annotate fetch" in err
+
+
+# ---- a submodule indexed as far as the pin's files include it (`index: included`) ----------
+
+def test_included_only_indexes_what_the_other_files_reach_by_include(tmp_path):
+    """Only the files under the included-only path that the pin's own files reach through
+    #include, directly or through each other, are indexed; a directive in a comment counts
+    (a superset of what the parse finds), Python files of the pin include nothing; the tree key
+    differs from the plain one, and the next run opens the snapshot."""
+    from annotate.config import Config
+    from annotate.index.build import Tree, included_files, open_or_build
+
+    root = write_tree(tmp_path / "src", {
+        "own/k.cu": '#include "sub/inc/a.h"\n#include <b.h>\n__global__ void k() { a(); }\n',
+        "own/tool.py": "import os\n",
+        "sub/inc/a.h": '#pragma once\n#include "deep/c.h"\n__device__ void a() { c(); }\n',
+        "sub/inc/b.h": "/*\n#include <never_indexed.h>\n*/\n__device__ void b() {}\n",
+        "sub/inc/deep/c.h": "__device__ void c() {}\n",
+        "sub/inc/never_indexed.h": "__device__ void n() {}\n",
+        "sub/inc/alone.h": "__device__ void alone() {}\n",
+        "sub/inc/also_alone.h": '#include "alone.h"\n',
+    })
+    paths = ["own/k.cu", "own/tool.py", "sub/inc/a.h", "sub/inc/alone.h", "sub/inc/also_alone.h", "sub/inc/b.h",
+             "sub/inc/deep/c.h", "sub/inc/never_indexed.h"]
+    assert included_files(root, paths, ["sub/inc"]) == {
+        "sub/inc/a.h", "sub/inc/b.h", "sub/inc/deep/c.h", "sub/inc/never_indexed.h"}  # the comment counts
+    config = Config.load(environ={}, cache_dir=tmp_path / "cache", repo_root=tmp_path)
+    tree = Tree("demo", root, ["own", "sub/inc"], config, ["sub/inc"])
+    store = open_or_build([tree], config, False)["demo"]
+    assert sorted(store.paths()) == ["own/k.cu", "own/tool.py", "sub/inc/a.h", "sub/inc/b.h", "sub/inc/deep/c.h",
+                                     "sub/inc/never_indexed.h"]
+    assert tree.stats["files"] == 8 and tree.stats["indexed"] == 6
+    plain = Tree("demo", root, ["own", "sub/inc"], config)
+    assert plain.meta["tree_key"] != tree.meta["tree_key"]
+    again = Tree("demo", root, ["own", "sub/inc"], config, ["sub/inc"])
+    assert again.open_cached() is not None

@@ -462,7 +462,8 @@ def load_index(config: Config, upstreams: list[str] | None = None, progress: boo
     if missing:
         raise AnnotateError(f"{', '.join(missing)} is not fetched into {config.cache_dir}",
                             hint=f"run `annotate fetch {' '.join(missing)}` first")
-    trees = [Tree(up, root, [p for p in pins[up].index_paths() if (root / p).exists()], config)
+    trees = [Tree(up, root, [p for p in pins[up].index_paths() if (root / p).exists()], config,
+                  pins[up].included_only_paths())
              for up, root in roots.items()]
     stores = open_or_build(trees, config, progress)
     return Index({t.upstream: stores[t.upstream] for t in trees}, roots, {t.upstream: t.stats for t in trees})

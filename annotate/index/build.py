@@ -6,6 +6,7 @@ snapshot has in one process pool, resolve, and write a new snapshot (store.py).
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -65,6 +66,39 @@ def _blob_ids(root: Path, listing: dict[str, tuple], known: dict[str, tuple]) ->
         blobs[rel] = git_blob_id((root / rel).read_bytes())
         hashed += 1
     return blobs, hashed
+
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"][^>"\r\n]+[>"])', re.M)
+
+
+def _under(path: str, prefixes: list[str]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in prefixes)
+
+
+def included_files(root: Path, paths: list[str], included_only: list[str]) -> set[str]:
+    """The files under the `included_only` prefixes that the other C/CUDA files among `paths`
+    reach through #include, directly or through each other, each directive resolved as the index
+    resolves it (`resolve.IncludeResolver` over `paths`). Directives are read with a pattern,
+    not parsed: one inside a comment or a dead #if branch counts too, so this is a superset of
+    what the parse finds. A target chosen among same-named files stays the one chosen once the
+    other files are left out: it is the nearest of all of them, so of the files kept too."""
+    from annotate.index.resolve import IncludeResolver
+
+    resolver = IncludeResolver(paths)
+    todo = [p for p in paths if not _under(p, included_only) and language_of(p) == "cuda"]
+    seen: set[str] = set()
+    while todo:
+        p = todo.pop()
+        try:
+            data = (root / p).read_bytes()
+        except OSError:
+            continue
+        for m in _INCLUDE.finditer(data):
+            got = resolver.resolve(p, m.group(1).decode("utf-8", "replace"))
+            if got is not None and got not in seen and _under(got, included_only):
+                seen.add(got)
+                todo.append(got)
+    return seen
 
 
 def _extract_one(args):
@@ -132,19 +166,25 @@ class _CacheLock:
 class Tree:
     """One tree to index: its files, their blob ids (stat cache, else hashed) and its key."""
 
-    def __init__(self, upstream: str, root: Path, paths: list[str] | None, config: Config | None):
+    def __init__(self, upstream: str, root: Path, paths: list[str] | None, config: Config | None,
+                 included_only: list[str] | None = None):
         from annotate.index import cache
         from annotate.index.parse import resolve_version, tool_version
 
         self.t0 = time.perf_counter()
         self.upstream, self.root, self.config = upstream, root, config
+        # paths (among `paths`) of which only the files the others #include are indexed
+        self.included_only = sorted(included_only or ())
         self.taken_ns = time.time_ns()
         self.listing = scan(root, paths)
         self.stat_file = cache.stat_path(config, upstream, root) if config is not None else None
         self.known = cache.read_stats(self.stat_file, root) if self.stat_file is not None else {}
         self.blobs, hashed = _blob_ids(root, self.listing, self.known)
         rv = resolve_version()
-        tkey = cache.tree_key(rv, list(self.blobs.items()))
+        # the key of what is listed (all of it hashed, so the stat cache spares it next time) and
+        # of the rule choosing what of it is indexed
+        rule = f"\0included-only:{','.join(self.included_only)}" if self.included_only else ""
+        tkey = cache.tree_key(rv + rule, list(self.blobs.items()))
         self.meta = {"upstream": upstream, "tree_key": tkey, "tool_version": tool_version(), "resolve_version": rv}
         self.expect = {"upstream": upstream, "tree_key": tkey, "resolve_version": rv}
         self.path = cache.snapshot_path(config, upstream, tkey) if config is not None else None
@@ -153,6 +193,15 @@ class Tree:
         self.damaged: StoreError | None = None
         self.found: dict = {}
         self.todo: list = []
+        self.indexed: dict[str, str] = self.blobs  # what is extracted: `blobs` less what no file includes
+
+    def choose(self) -> None:
+        """Leave out the files under `included_only` that no other file reaches by #include (only
+        when building: a snapshot holds what was chosen)."""
+        if self.included_only:
+            keep = included_files(self.root, list(self.blobs), self.included_only)
+            self.indexed = {p: b for p, b in self.blobs.items() if not _under(p, self.included_only) or p in keep}
+        self.stats["indexed"] = len(self.indexed)
 
     def open_cached(self) -> Store | None:
         from annotate.index.store import open_store
@@ -247,10 +296,11 @@ def _build(trees: list[Tree], config: Config | None, writable: bool, reporter: R
     as soon as its last file is in, while the pool goes on with the next."""
     t0 = time.perf_counter()
     for t in trees:
-        t.found = {p: replace(ex, file=replace(ex.file, blob=t.blobs[p]))
-                   for p, ex in _reusable(config, t.upstream, t.blobs, t.meta["tool_version"]).items()}
+        t.choose()
+        t.found = {p: replace(ex, file=replace(ex.file, blob=t.indexed[p]))
+                   for p, ex in _reusable(config, t.upstream, t.indexed, t.meta["tool_version"]).items()}
         t.stats["cached_files"] = len(t.found)
-        t.todo = sorted(((t.upstream, str(t.root), p, b) for p, b in t.blobs.items() if p not in t.found),
+        t.todo = sorted(((t.upstream, str(t.root), p, b) for p, b in t.indexed.items() if p not in t.found),
                         key=lambda a, t=t: -t.listing[a[2]][0])
         t.stats["parsed"] = len(t.todo)
         t.stats["phases"] = {"reuse": time.perf_counter() - t0}
