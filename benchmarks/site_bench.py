@@ -23,7 +23,10 @@ never touch the repository. Each row is a fresh process, timed from the outside:
 The machine is shared, so absolute times move with its load: the ratios against the baselines
 measured in the same run are what to compare. CPU is the CPU time of the process and every
 process it waited for; peak memory is the largest sum of the proportional set sizes (PSS) of
-the process tree, sampled every 50 ms (forked workers share pages, PSS counts them once).
+the process tree, sampled every 250 ms (forked workers share pages, PSS counts them once). The
+sampler runs in this process, on the same cores: reading a process's smaps_rollup costs about
+2.5 ms per 600 MB, so sampling three build processes every 50 ms took some 15% of a core from the
+build being timed (and 8% from Doxygen), every 250 ms about 3%.
 Under load from other sessions, Linux's autogroup scheduler gives this session one share of
 the machine, however many processes it runs: the build's parallel workers then gain nothing
 over one process and the wall-time ratios approach the CPU-time ratios, which are printed too.
@@ -57,6 +60,7 @@ EDIT_FROM = "Pass 1 accumulates the sum of squares"  # in the summary of flashin
 SYMBOL = "flashinfer::norm::RMSNormKernel"
 LARGEST = "src/flashinfer/include/flashinfer/attention/prefill.cuh.html"
 INPUTS = ("vendor_kernels", "annotations", "schema")  # what $ANNOTATE_ROOT must hold
+SAMPLE_EVERY = 0.25  # seconds between two samples of the memory of a process tree
 
 PYGMENTS = r"""
 import json, sys
@@ -140,7 +144,7 @@ def measure(cmd: list[str], env: dict, cwd: Path = REPO, memory: bool = False) -
 
     def sample() -> None:
         nonlocal peak
-        while not stop.wait(0.05):
+        while not stop.wait(SAMPLE_EVERY):
             peak = max(peak, sum(_pss_kb(p) for p in _tree(proc.pid)))
 
     sampler = threading.Thread(target=sample, daemon=True) if memory and Path("/proc/self/smaps_rollup").exists() else None

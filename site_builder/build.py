@@ -94,15 +94,20 @@ def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int
             return report
 
     index = project.index  # fetches the pins first when the project says so
+    traced = lambda: None  # noqa: E731
     if not live:
         # a fetch just now changed the records the stamp reads: take it again, or the next
         # build would not be recognised as a no-op
         stamp = input_parts(config, pins, project.annotations_dir)
+        from site_builder.traces import start_traces
+
+        traced = start_traces(project)  # in a second process, while this one reads the notes
     clock.lap("index")
     annotations = project.annotations
     clock.lap("annotations")
     from site_builder.context import site_context
 
+    traced()
     ctx = site_context(project)
     clock.lap("context")
     keys, todo, unkeyed = _source_keys(ctx, previous, out)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 if TYPE_CHECKING:
     from annotate.index.crosslang import Entry
@@ -159,14 +160,43 @@ def traces_key(project: "Project") -> str:
     return h.hexdigest()[:24]
 
 
+def _cache_file(project: "Project", key: str | None = None) -> Path:
+    return project.config.site_cache_dir() / "traces" / f"traces-{key or traces_key(project)}.json"
+
+
+def start_traces(project: "Project") -> Callable[[], None]:
+    """Trace in a forked process while this one goes on (a cold build loads the annotations and
+    makes the context meanwhile: tracing is a second or two of one core), leaving the traces in
+    the site cache for `load_traces`; returns what waits for that process. Nothing is started
+    when they are cached already or fork is not available. (A build against an index it was
+    given, `annotate serve`, does not call it: `Project.traces` keeps the traces in the index.)"""
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods() or _cache_file(project).is_file():
+        return lambda: None
+    proc = mp.get_context("fork").Process(target=_trace_in_child, args=(project,), daemon=True)
+    try:
+        proc.start()
+    except OSError:
+        return lambda: None  # no process to spare: load_traces traces in this one
+    return proc.join
+
+
+def _trace_in_child(project: "Project") -> None:
+    try:
+        load_traces(project)
+    except BaseException:  # the parent traces again in load_traces and reports what fails there
+        os._exit(1)
+
+
 def load_traces(project: "Project") -> tuple[TraceData, ...]:
     """The site's traces: from the site cache when a build with the same inputs made them, else
     traced now (Project.traces) and kept."""
     from annotate.atomic import write_atomic
 
     key = traces_key(project)
-    folder = project.config.site_cache_dir() / "traces"
-    path = folder / f"traces-{key}.json"
+    path = _cache_file(project, key)
+    folder = path.parent
     try:
         return from_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError):

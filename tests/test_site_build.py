@@ -114,6 +114,43 @@ def test_noop_rebuild_from_stats_alone(demo_repo, tmp_path):
     assert rep.pages_rendered == 1 and (out / names.source_page(UP, DECODE)).is_file()
 
 
+def test_traces_are_made_in_a_second_process_and_one_that_fails_costs_nothing(demo_repo, tmp_path, monkeypatch):
+    """A build that is not answered from the stamp traces in a forked process while it reads the
+    notes (site_builder.traces.start_traces), which leaves them in the site cache; should that
+    process fail, the build traces itself and makes the same site."""
+    import os
+
+    from site_builder import traces
+
+    waited = []
+    real = traces.start_traces
+
+    def spy(project):
+        wait = real(project)
+        waited.append(wait)
+        return wait
+
+    monkeypatch.setattr(traces, "start_traces", spy)
+    one = tmp_path / "one"
+    _build(demo_repo, one)
+    from multiprocessing.process import BaseProcess
+
+    child = getattr(waited[0], "__self__", None)  # the process's join, not a no-op
+    assert isinstance(child, BaseProcess) and child.exitcode == 0
+    cached = list((demo_repo.site_cache_dir() / "traces").glob("traces-*.json"))
+    assert len(cached) == 1
+    cached[0].unlink()
+    monkeypatch.setattr(traces, "_trace_in_child", lambda project: os._exit(1))
+    two = tmp_path / "two"
+    _build(demo_repo, two)
+    assert len(waited) == 2 and waited[1].__self__.exitcode == 1
+    assert len(list((demo_repo.site_cache_dir() / "traces").glob("traces-*.json"))) == 1  # made by the build
+    def files(d):
+        return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()
+                and p.name != names.MANIFEST}
+    assert files(one) == files(two)
+
+
 NORM_YAML = f"{UP}/{NORM}.yaml"
 COURSE_YAML = "courses/demo-course.yaml"
 DECODE_YAML = f"{UP}/{DECODE}.yaml"
