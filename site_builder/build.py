@@ -122,7 +122,7 @@ def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int
     stats = write_outputs(out, files, lambda: Manifest(
         stamp=stamp.digest, pages=keys, lines={names.source_page(u, p): n for (u, p), n in line_counts.items()},
         outputs=sorted(set(keys) | {names.asset_path(n) for n in _assets()}), base=stamp.base,
-        notes=notes_state(ctx, annotations)), previous)
+        notes=notes_state(ctx, annotations, compiled_pages(ctx))), previous)
     clock.lap("write")
     return BuildReport(out, False, len(ctx.rendered), done.pages, done.bytes, stats, time.perf_counter() - t0,
                        tuple(clock.laps), len(annotations.errors))
@@ -248,10 +248,19 @@ def notes_global(ctx: SiteContext, annotations: AnnotationSet) -> str:
     return _digest("\n".join(parts))
 
 
-def notes_state(ctx: SiteContext, annotations: AnnotationSet) -> NotesState:
+def compiled_pages(ctx: SiteContext) -> dict[str, tuple[str, ...]]:
+    """Source page -> the harnesses whose committed records name its file (what `_notes_build`
+    reads of them)."""
+    from site_builder.compiled import kernels_by_file
+
+    return {names.source_page(*fk): ks for fk, ks in kernels_by_file(ctx.compiled).items() if fk in ctx.rendered}
+
+
+def notes_state(ctx: SiteContext, annotations: AnnotationSet,
+                compiled: dict[str, tuple[str, ...]] | None = None) -> NotesState:
     """The manifest's record of the notes: `notes_global`, and per annotation file a digest of
     its content and the source pages it reaches (its file's, its notes' definitions', its
-    problems')."""
+    problems'); and `compiled`, what the pages read of the committed records."""
     from site_builder.context import diagnostic_target
 
     pages: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -269,7 +278,7 @@ def notes_state(ctx: SiteContext, annotations: AnnotationSet) -> NotesState:
             if where:
                 reach.add(names.source_page(*where))
         pages[af.file] = (_digest(repr(af)), tuple(sorted(reach)))
-    return NotesState(notes_global(ctx, annotations), pages)
+    return NotesState(notes_global(ctx, annotations), pages, compiled)
 
 
 def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputStamp, clock: _Clock,
@@ -284,8 +293,10 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     config = project.config
     annotations = project.annotations  # opens the index (reading no file of it)
     clock.lap("annotations")
-    ctx = site_context(project, lazy=True)
-    state = notes_state(ctx, annotations)
+    # the records are as the last build read them (the stamp's other part is unchanged): a page
+    # reads only the harnesses it read then
+    ctx = site_context(project, lazy=True, kernels_of=previous.notes.compiled)
+    state = notes_state(ctx, annotations, previous.notes.compiled)
     if state.global_digest != previous.notes.global_digest:
         return None
     clock.lap("context")

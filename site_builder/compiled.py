@@ -14,7 +14,7 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 if TYPE_CHECKING:  # the records' modules are imported when a build reads them, not by a no-op build
     from annotate.harness.compiled import CompiledView, LineSass
@@ -158,6 +158,82 @@ class CompiledSite:
     def file_digest(self, upstream: str, path: str) -> str:
         fc = self.files.get((upstream, path))
         return fc.digest if fc is not None else ""
+
+
+def kernels_by_file(site: CompiledSite) -> dict[FileKey, tuple[str, ...]]:
+    """Per file, the harnesses whose records say something about it: its lines' SASS, facts and
+    profiles, and the instantiations of the definitions in it. What a build after a note edit
+    reads (`LazyCompiledSite`) instead of every record."""
+    from annotate.index.model import split_key
+
+    out: dict[FileKey, set[str]] = {}
+    for fk, fc in site.files.items():
+        got = out.setdefault(fk, set())
+        got.update(e.kernel for entries in fc.sass.values() for e in entries)
+        got.update(k for checks in fc.facts.values() for k, _ in checks)
+        got.update(p.kernel for lines in fc.profiles.values() for p in lines)
+    for key, insts in site.instantiations.items():
+        up, _q, path, _line = split_key(key)
+        out.setdefault((up, path), set()).update(i.kernel for i in insts)
+    return {fk: tuple(sorted(ks)) for fk, ks in sorted(out.items()) if ks}
+
+
+class LazyCompiledSite:
+    """`compiled_site` read as far as the pages of a build ask: for a file, the views of only the
+    harnesses `kernels_of` names for it (as the last full build found them, over the same
+    records: the build's stamp says they are unchanged), joined as `compiled_site` joins them
+    all. The views keep their order, so a file's entries come out in the same order as well."""
+
+    def __init__(self, load: Callable[[str], "CompiledView"], kernels: Iterable[str],
+                 kernels_of: Mapping[FileKey, tuple[str, ...]], shown: Iterable[FileKey],
+                 spec_keys: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None):
+        self._load, self._kernels, self._of = load, tuple(kernels), kernels_of
+        self._shown, self._spec_keys = frozenset(shown), spec_keys
+        self._views: dict[str, CompiledView] = {}
+        self._sites: dict[tuple[str, ...], CompiledSite] = {}
+
+    def _view(self, kernel: str) -> "CompiledView":
+        if kernel not in self._views:
+            self._views[kernel] = self._load(kernel)
+        return self._views[kernel]
+
+    def _site(self, fk: FileKey) -> CompiledSite:
+        wanted = set(self._of.get(fk, ()))
+        ks = tuple(k for k in self._kernels if k in wanted)
+        if ks not in self._sites:
+            self._sites[ks] = compiled_site([self._view(k) for k in ks], self._shown, self._spec_keys)
+        return self._sites[ks]
+
+    @property
+    def views(self) -> Mapping[str, "CompiledView"]:
+        return {k: self._view(k) for k in self._kernels}
+
+    @property
+    def instantiations(self) -> "_LazyInstantiations":
+        return _LazyInstantiations(self)
+
+    def file(self, upstream: str, path: str) -> FileCompiled | None:
+        return self._site((upstream, path)).file(upstream, path)
+
+    def file_digest(self, upstream: str, path: str) -> str:
+        return self._site((upstream, path)).file_digest(upstream, path)
+
+
+class _LazyInstantiations:
+    """Symbol.key -> instantiations (`get` only: what the pages ask), from the views of the
+    harnesses of the key's file."""
+
+    def __init__(self, site: LazyCompiledSite):
+        self._site = site
+
+    def get(self, key: str, default=None):
+        from annotate.index.model import split_key
+
+        try:
+            up, _q, path, _line = split_key(key)
+        except ValueError:
+            return default
+        return self._site._site((up, path)).instantiations.get(key, default)
 
 
 def compiled_site(views: Iterable[CompiledView], shown: Iterable[FileKey],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from annotate.errors import AnnotateError, Diagnostic
 # which files are sources, and in which language, is the index's decision (one function for both)
@@ -18,7 +18,7 @@ from annotate.index.model import CallEdge, FileIndex, IndexView, MacroDef, Symbo
 from annotate.notes.model import AnnotationSet, Course, FunctionNote, MacroNote, Text, TypeNote
 from annotate.upstreams import Upstream
 from site_builder import names
-from site_builder.compiled import CompiledSite, compiled_site
+from site_builder.compiled import CompiledSite, LazyCompiledSite, compiled_site
 from site_builder.markdown import plain_text, render_markdown
 from site_builder.model import Label, Link, TextView, msg
 from site_builder.runs import KernelRuns
@@ -66,7 +66,8 @@ class SiteContext:
     type_notes: Mapping[str, TypeNote] = field(default_factory=dict)
     macro_notes: Mapping[str, MacroNote] = field(default_factory=dict)
     annotations: AnnotationSet = field(default_factory=AnnotationSet)
-    compiled: CompiledSite = field(default_factory=CompiledSite)  # the committed SASS, facts, profiles
+    # the committed SASS, facts, profiles (LazyCompiledSite after a note edit: the same questions)
+    compiled: CompiledSite | LazyCompiledSite = field(default_factory=CompiledSite)
     any_type_notes: bool = False  # some type or macro is annotated (in any file: users link to it)
     noted_files: frozenset[FileKey] = frozenset()  # rendered files with an annotated type or macro
     traces: tuple[TraceData, ...] = ()  # the traced entry points (annotate trace), in the rules' order
@@ -257,10 +258,13 @@ def memo_index_part(index: IndexView, upstreams: Mapping[str, Upstream], only: S
     return index.memo(key, lambda: index_part(index, upstreams, only, also))
 
 
-def site_context(project: "Project", lazy: bool = False) -> SiteContext:
+def site_context(project: "Project", lazy: bool = False,
+                 kernels_of: Mapping[str, tuple[str, ...]] | None = None) -> SiteContext:
     """The context of a build of `project`: its selected pins, index and annotations, and the
     harness runs of its repository with the compiled view committed for each. `lazy`: over
-    `lazy_index_part`, for a build that plans a few pages (a note edit)."""
+    `lazy_index_part`, for a build that plans a few pages (a note edit); with `kernels_of`
+    (source page -> the harnesses whose records name its file, as the last build of the same
+    records found them) a page's compiled view reads only those records."""
     from annotate.harness.compiled import load_compiled
     from site_builder.runs import load_runs
     from site_builder.traces import load_traces
@@ -269,6 +273,11 @@ def site_context(project: "Project", lazy: bool = False) -> SiteContext:
     also = shown_beyond_render(project.index, project.annotations)
     part = (lazy_index_part if lazy else memo_index_part)(project.index, pins, project.only, also)
     runs, problems = load_runs(project.config)
+    if lazy and kernels_of is not None:
+        by_file = {k: kernels_of.get(names.source_page(*k), ()) for k in part.rendered}
+        return make_context(project.index, part, project.annotations, pins, runs, problems,
+                            repo_root=project.config.repo_root, traces=load_traces(project),
+                            compiled_by_file=(lambda kernel: load_compiled(project.config, kernel), by_file))
     # read once per build: every committed SASS record, fact report, identity card and profile
     compiled = [load_compiled(project.config, kr.spec.name) for kr in runs]
     return make_context(project.index, part, project.annotations, pins, runs, problems,
@@ -278,7 +287,11 @@ def site_context(project: "Project", lazy: bool = False) -> SiteContext:
 def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet | None,
                  upstreams: Mapping[str, Upstream], runs: Iterable[KernelRuns] = (),
                  runs_problems: Iterable[str] = (), repo_root: Path | None = None,
-                 compiled: Iterable["CompiledView"] = (), traces: Iterable[TraceData] = ()) -> SiteContext:
+                 compiled: Iterable["CompiledView"] = (), traces: Iterable[TraceData] = (),
+                 compiled_by_file: tuple[Callable[[str], "CompiledView"], Mapping[FileKey, tuple[str, ...]]] | None = None,
+                 ) -> SiteContext:
+    """`compiled_by_file`: (load a harness's view, file -> the harnesses to load for it), read
+    as pages ask (`LazyCompiledSite`), instead of the views in `compiled`."""
     runs = tuple(runs)
     run_symbols, harness_of = _harness_links(index, part, runs)
     aset = annotations or AnnotationSet()
@@ -297,7 +310,12 @@ def make_context(index: IndexView, part: IndexPart, annotations: AnnotationSet |
     for m in aset.macros():
         if m.macro is not None and (m.macro.upstream, m.macro.path) in part.rendered:
             macro_notes.setdefault(m.macro.key, m)
-    site = compiled_site(compiled, part.rendered, {k: dict(v) for k, v in run_symbols.items()})
+    spec_keys = {k: dict(v) for k, v in run_symbols.items()}
+    if compiled_by_file is not None:
+        site = LazyCompiledSite(compiled_by_file[0], [kr.spec.name for kr in runs], compiled_by_file[1],
+                                part.rendered, spec_keys)
+    else:
+        site = compiled_site(compiled, part.rendered, spec_keys)
     traces = tuple(t for t in traces if t.entry_key in part.all_symbols)
     trace_of: dict[str, tuple[str, ...]] = {}
     for t in traces:

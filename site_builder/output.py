@@ -43,6 +43,9 @@ class NotesState:
 
     global_digest: str = ""
     pages: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    # source page -> the harnesses whose committed records name its file (what such a build
+    # reads of them); None when the manifest does not say (every record is read)
+    compiled: dict[str, tuple[str, ...]] | None = None
 
 
 @dataclass
@@ -59,6 +62,8 @@ class Manifest:
     def to_json(self) -> str:
         notes = {"global": self.notes.global_digest,
                  "files": {f: [d, list(p)] for f, (d, p) in self.notes.pages.items()}}
+        if self.notes.compiled is not None:
+            notes["compiled"] = {page: list(ks) for page, ks in self.notes.compiled.items()}
         return json.dumps({"version": MANIFEST_VERSION, "stamp": self.stamp, "pages": self.pages,
                            "lines": self.lines, "outputs": sorted(self.outputs), "base": self.base,
                            "notes": notes}, indent=0, sort_keys=True)
@@ -173,7 +178,15 @@ def _notes_state(v: object) -> NotesState:
                 and isinstance(entry[1], list) and all(safe_relative(p) for p in entry[1])):
             return NotesState()
         pages[f] = (entry[0], tuple(entry[1]))
-    return NotesState(v["global"], pages)
+    compiled = v.get("compiled")
+    if compiled is not None:
+        if not isinstance(compiled, dict) or not all(
+                safe_relative(pg) and isinstance(ks, list) and all(isinstance(k, str) for k in ks)
+                for pg, ks in compiled.items()):
+            compiled = None  # read every record
+        else:
+            compiled = {pg: tuple(ks) for pg, ks in compiled.items()}
+    return NotesState(v["global"], pages, compiled)
 
 
 # ---- writing ----------------------------------------------------------------------------------------

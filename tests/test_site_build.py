@@ -204,6 +204,38 @@ def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monke
     assert _build(demo_repo, out).noop
 
 
+# warp_decode's SASS has lines in norm.cuh (it inlines shfl_xor_sync); rmsnorm's none in decode.cuh
+@pytest.mark.parametrize("edit, harnesses", [("summary", ["rmsnorm", "warp_decode"]),
+                                             ("a type's summary", ["warp_decode"])])
+def test_a_note_edit_reads_only_the_records_of_its_pages(demo_repo, tmp_path, monkeypatch, edit, harnesses):
+    """With the harnesses' committed records in the repository, a build after a note edit reads
+    the compiled view of only the harnesses whose records name its pages (the manifest says which,
+    from the last build over the same records), and still makes what a fresh build makes."""
+    import shutil
+
+    import annotate.harness.compiled as hc
+    from site_support import REPO
+
+    for part in ("rmsnorm", "warp_decode", "results"):
+        shutil.copytree(REPO / "vendor_kernels" / part, demo_repo.repo_root / "vendor_kernels" / part)
+    out, fresh = tmp_path / "site", tmp_path / "fresh"
+    _build(demo_repo, out)
+    assert '<button type=button class="fm sm' in (out / names.source_page(UP, NORM)).read_text()
+    name, old, new, notes_only = NOTE_EDITS[edit]
+    f = demo_repo.annotations_dir / name
+    f.write_text(f.read_text().replace(old, new, 1))
+    read, real = [], hc.load_compiled
+    monkeypatch.setattr(hc, "load_compiled", lambda config, kernel: read.append(kernel) or real(config, kernel))
+    rep = _build(demo_repo, out)
+    monkeypatch.undo()
+    assert rep.notes_only and rep.pages_rendered == 1 and sorted(set(read)) == harnesses
+    _build(demo_repo, fresh)
+    for p in fresh.rglob("*"):
+        if p.is_file() and p.name != names.MANIFEST:
+            rel = p.relative_to(fresh).as_posix()
+            assert (out / rel).read_bytes() == p.read_bytes(), rel
+
+
 def test_the_notes_global_facts_hold_which_types_and_macros_are_annotated(demo_repo, tmp_path):
     """Pages beyond an annotation file's link to its type and macro notes (the uses panels), so
     the global facts change when such a note comes, goes or changes state, and not when its text
