@@ -196,12 +196,15 @@ class _LazySymbols(Mapping[str, Symbol]):
     def _file(self, key: FileKey) -> dict[str, Symbol]:
         got = self._files.get(key)
         if got is None:
-            try:
-                fi = self._rendered[key] if self._rendered is not None else self._index.file(*key)
-                got = {s.key: s for s in fi.symbols}
-            except (KeyError, AnnotateError):
-                got = {}
-            self._files[key] = got
+            # the file's definitions only (one query), not its whole FileIndex: a page asks about
+            # the targets of its calls in a score of other files
+            if self._rendered is not None:
+                loaded = self._rendered._got.get(key) if key in self._rendered else None
+                syms = loaded.symbols if loaded is not None else \
+                    self._index.symbols_in(*key) if key in self._rendered else ()
+            else:
+                syms = self._index.symbols_in(*key)
+            got = self._files[key] = {s.key: s for s in syms}
         return got
 
     def __getitem__(self, key: str) -> Symbol:
