@@ -150,10 +150,10 @@ def _source_keys(ctx: SiteContext, previous: Manifest, out: Path) -> tuple[dict[
     return keys, todo, unkeyed
 
 
-def source_page_key(ctx: SiteContext, tkey: str, ikey: str, up: str, path: str) -> str:
+def source_page_key(ctx: SiteContext, tkey: str, ikey: str, up: str, path: str, scope=None) -> str:
     from site_builder.file_pages import note_digest
 
-    return _page_key(tkey, ikey, note_digest(ctx, up, path))
+    return _page_key(tkey, ikey, note_digest(ctx, up, path, scope))
 
 
 def _tkey() -> str:
@@ -519,8 +519,9 @@ def render_source_page(item: tuple[str, str], job: _SourceJob) -> tuple[str, str
 
     ctx = job.ctx
     up, path = item
-    key = source_page_key(ctx, job.tkey, job.ikey, up, path) if item in job.unkeyed else None
-    plan = file_pages.plan_file(ctx, up, path)
+    scope = file_pages.file_scope(ctx, up, path)  # the key and the plan share what both ask for
+    key = source_page_key(ctx, job.tkey, job.ikey, up, path, scope) if item in job.unkeyed else None
+    plan = file_pages.plan_file(ctx, up, path, scope)
     text = ctx.index.source(up, path)
     tokens = cached_highlight(text, plan.language, job.token_cache)
     page = build_page(plan, text, tokens)

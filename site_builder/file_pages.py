@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Mapping
 
@@ -98,9 +98,26 @@ class FileScope:
     edges_by_caller: Mapping[str, tuple[CallEdge, ...]]
     facts_by_symbol: Mapping[str, tuple[MemoryFact, ...]]
     compiled: FileCompiled | None = None  # what the committed SASS records say about this file
+    # what the page's key and its plan both ask for, made once (a page rendered without a key
+    # from the last build has both made in one worker): panels, definitions, note views
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def note(self, sym: Symbol) -> FunctionNote | None:
         return self.ctx.notes.get(sym.key)
+
+    def panels(self, make: Callable[["FileScope", Symbol], Iterable[Panel]], sym: Symbol) -> tuple[Panel, ...]:
+        """`make(self, sym)`, a panel source's panels, made once per page."""
+        k = (make, sym.key)
+        got = self.memo.get(k)
+        if got is None:
+            got = self.memo[k] = tuple(make(self, sym))
+        return got
+
+    def once(self, what: object, make: Callable[[], object]):
+        """`make()`, once per page for `what`."""
+        if what not in self.memo:
+            self.memo[what] = make()
+        return self.memo[what]
 
     def marks(self, sym: Symbol | None) -> tuple[Mark, ...]:
         """A function's marks, every source's (`None`: the marks of lines no function owns)."""
@@ -487,14 +504,14 @@ def _kind_msg(d: TypeDef | MacroDef) -> Msg:
 def _panels_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callable[[FileScope, Symbol], str]:
     """The key of a source whose panels appear only on annotated definitions: their repr."""
     def key(scope: FileScope, sym: Symbol) -> str:
-        return repr(tuple(panels(scope, sym))) if scope.note(sym) is not None else ""
+        return repr(scope.panels(panels, sym)) if scope.note(sym) is not None else ""
     return key
 
 
 def _any_repr(panels: Callable[[FileScope, Symbol], Iterable[Panel]]) -> Callable[[FileScope, Symbol], str]:
     """The key of a source whose panels may appear on any definition: their repr."""
     def key(scope: FileScope, sym: Symbol) -> str:
-        found = tuple(panels(scope, sym))
+        found = scope.panels(panels, sym)
         return repr(found) if found else ""
     return key
 
@@ -662,12 +679,13 @@ def file_scope(ctx: SiteContext, upstream: str, path: str) -> FileScope:
                      ctx.compiled.file(upstream, path))
 
 
-def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
-    scope = file_scope(ctx, upstream, path)
+def plan_file(ctx: SiteContext, upstream: str, path: str, scope: FileScope | None = None) -> FilePlan:
+    """The page of a source file. `scope`: the page's `file_scope`, when its key was made from it."""
+    scope = scope or file_scope(ctx, upstream, path)
     up = ctx.upstreams[upstream]
     page = scope.page
     views = [definition_view(scope, s) for s in scope.fi.symbols]
-    views += [d for src in DEFINITION_SOURCES for d in src.definitions(scope)]
+    views += [d for src in DEFINITION_SOURCES for d in _definitions(scope, src)]
     functions = tuple(sorted(views, key=lambda d: (d.start_line, -d.end_line)))
     loose = scope.marks(None)  # lines no function owns (a type's member initialiser, a macro's body)
     marks = tuple(sorted([*(m for fv in functions for m in fv.marks), *loose],
@@ -697,7 +715,7 @@ def plan_file(ctx: SiteContext, upstream: str, path: str) -> FilePlan:
 def definition_view(scope: FileScope, s: Symbol) -> DefinitionView:
     ctx, page = scope.ctx, scope.page
     note = scope.note(s)
-    panels = [p for src in PANEL_SOURCES for p in src.panels(scope, s)]
+    panels = [p for src in PANEL_SOURCES for p in scope.panels(src.panels, s)]
     return DefinitionView(
         key=s.key,
         anchor=names.symbol_anchor(s.key),
@@ -709,13 +727,25 @@ def definition_view(scope: FileScope, s: Symbol) -> DefinitionView:
         start_line=s.start_line,
         end_line=s.end_line,
         source_url=ctx.upstreams[scope.upstream].source_url(s.path, s.start_line),
-        note=note_view(note, s) if note is not None else None,
+        note=_note_view(scope, note, s) if note is not None else None,
         harnesses=tuple(runs_link(ctx, page, k) for k in ctx.harness_of.get(s.key, ())),
         head=_placed(panels, "head"),
         aside=_placed(panels, "aside"),
         marks=scope.marks(s),
-        inline_notes=inline_notes(note, s) if note is not None else (),
+        inline_notes=_inline_notes(scope, note, s) if note is not None else (),
     )
+
+
+def _note_view(scope: FileScope, note: FunctionNote, s: Symbol):
+    return scope.once(("note_view", s.key), lambda: note_view(note, s))
+
+
+def _inline_notes(scope: FileScope, note: FunctionNote, s: Symbol):
+    return scope.once(("inline_notes", s.key), lambda: inline_notes(note, s))
+
+
+def _definitions(scope: FileScope, src: "DefinitionSource") -> tuple[DefinitionView, ...]:
+    return scope.once(("definitions", src.name), lambda: tuple(src.definitions(scope)))
 
 
 def _source_rank(m: Mark) -> int:
@@ -927,21 +957,22 @@ def call_graph(ctx: SiteContext, page: str, s: Symbol) -> CallGraph:
 
 # ---- the page's key ---------------------------------------------------------------------------
 
-def note_digest(ctx: SiteContext, upstream: str, path: str) -> str:
+def note_digest(ctx: SiteContext, upstream: str, path: str, scope: FileScope | None = None) -> str:
     """What a source page shows beyond the index (whose key covers the rest), as a short digest
     (part of the page's key): the file's overview and annotation problems, and per definition
-    its note's state, its harnesses and what each panel source says it depends on."""
-    scope = file_scope(ctx, upstream, path)
+    its note's state, its harnesses and what each panel source says it depends on. `scope`: the
+    page's `file_scope`, to be planned from next (what both ask for is made once)."""
+    scope = scope or file_scope(ctx, upstream, path)
     parts = [repr(text_view(ctx.file_overviews.get((upstream, path)))),
              repr(ctx.file_diagnostics.get((upstream, path), ())),
              ctx.compiled.file_digest(upstream, path)]  # SASS, fact verdicts, profiles on its lines
     for src in DEFINITION_SOURCES:
-        parts += [f"{src.name}\0{d!r}" for d in src.definitions(scope)]
+        parts += [f"{src.name}\0{d!r}" for d in _definitions(scope, src)]
     for s in scope.fi.symbols:
         key = s.key
         note = ctx.notes.get(key)
         if note is not None:
-            parts.append(f"{key}\0{note_view(note, s)!r}\0{inline_notes(note, s)!r}")
+            parts.append(f"{key}\0{_note_view(scope, note, s)!r}\0{_inline_notes(scope, note, s)!r}")
         for src in PANEL_SOURCES:
             if src.key is not None:
                 k = src.key(scope, s)
