@@ -7,7 +7,8 @@ module only asks the Project for what it needs, as late as it can. Incremental b
   loading anything (the no-op rebuild). It has two parts, the annotation files and everything
   else (`InputStamp`);
 - when only annotation files changed and the notes' *global* facts did not (which definitions
-  are annotated and in what state, every problem, the course maps: `notes_global`), only the
+  are annotated and in what state, every problem, the course maps: `notes_global`), nor the
+  index (its key, as the manifest has it: `annotate serve` holds one loaded), only the
   pages of the annotation files whose content changed can differ, and the search index. That
   build (`_notes_build`) asks the index about those files only, through a lazy context, and
   keeps every other page and key as the last build left them;
@@ -88,7 +89,9 @@ def build_site(project: Project, out_dir: Path | str | None = None, *, jobs: int
     if not live and previous.stamp == stamp.digest and _outputs_present(out, previous):
         n_src = sum(1 for p in previous.pages if names.is_source_page(p))
         return BuildReport(out, True, n_src, 0, 0, None, time.perf_counter() - t0)
-    if not live and previous.base == stamp.base and previous.notes.pages and _outputs_present(out, previous):
+    # only annotation files changed: a build that renders their pages (also for `annotate serve`,
+    # whose index is loaded: _notes_build takes it only when it is the one the last build used)
+    if previous.base == stamp.base and previous.notes.pages and _outputs_present(out, previous):
         report = _notes_build(project, out, previous, stamp, clock, t0)
         if report is not None:
             return report
@@ -260,7 +263,7 @@ def notes_state(ctx: SiteContext, annotations: AnnotationSet,
                 compiled: dict[str, tuple[str, ...]] | None = None) -> NotesState:
     """The manifest's record of the notes: `notes_global`, and per annotation file a digest of
     its content and the source pages it reaches (its file's, its notes' definitions', its
-    problems'); and `compiled`, what the pages read of the committed records."""
+    problems'); `compiled`, what the pages read of the committed records; the index's key."""
     from site_builder.context import diagnostic_target
 
     pages: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -278,7 +281,7 @@ def notes_state(ctx: SiteContext, annotations: AnnotationSet,
             if where:
                 reach.add(names.source_page(*where))
         pages[af.file] = (_digest(repr(af)), tuple(sorted(reach)))
-    return NotesState(notes_global(ctx, annotations), pages, compiled)
+    return NotesState(notes_global(ctx, annotations), pages, compiled, index_key(ctx))
 
 
 def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputStamp, clock: _Clock,
@@ -297,7 +300,7 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
     # reads only the harnesses it read then
     ctx = site_context(project, lazy=True, kernels_of=previous.notes.compiled)
     state = notes_state(ctx, annotations, previous.notes.compiled)
-    if state.global_digest != previous.notes.global_digest:
+    if state.global_digest != previous.notes.global_digest or state.index != previous.notes.index:
         return None
     clock.lap("context")
     changed: set[str] = set()  # the source pages of files whose content changed, then and now

@@ -46,6 +46,7 @@ class NotesState:
     # source page -> the harnesses whose committed records name its file (what such a build
     # reads of them); None when the manifest does not say (every record is read)
     compiled: dict[str, tuple[str, ...]] | None = None
+    index: str = ""  # the index key (build.index_key) the pages were made with
 
 
 @dataclass
@@ -64,6 +65,8 @@ class Manifest:
                  "files": {f: [d, list(p)] for f, (d, p) in self.notes.pages.items()}}
         if self.notes.compiled is not None:
             notes["compiled"] = {page: list(ks) for page, ks in self.notes.compiled.items()}
+        if self.notes.index:
+            notes["index"] = self.notes.index
         return json.dumps({"version": MANIFEST_VERSION, "stamp": self.stamp, "pages": self.pages,
                            "lines": self.lines, "outputs": sorted(self.outputs), "base": self.base,
                            "notes": notes}, indent=0, sort_keys=True)
@@ -186,7 +189,8 @@ def _notes_state(v: object) -> NotesState:
             compiled = None  # read every record
         else:
             compiled = {pg: tuple(ks) for pg, ks in compiled.items()}
-    return NotesState(v["global"], pages, compiled)
+    index = v.get("index")
+    return NotesState(v["global"], pages, compiled, index if isinstance(index, str) else "")
 
 
 # ---- writing ----------------------------------------------------------------------------------------

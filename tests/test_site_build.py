@@ -236,6 +236,42 @@ def test_a_note_edit_reads_only_the_records_of_its_pages(demo_repo, tmp_path, mo
             assert (out / rel).read_bytes() == p.read_bytes(), rel
 
 
+def test_a_note_edit_under_serve_renders_its_pages_only_and_only_with_the_same_index(demo_repo, tmp_path):
+    """`annotate serve` holds a loaded index and reads the notes again after a save: that build
+    takes the notes-only path too (its page, the search index), and makes what a fresh build
+    makes; a project holding another index than the last build's builds the usual way."""
+    import shutil
+
+    from annotate.index.api import index_directory
+    from annotate.project import open_project
+
+    out, fresh = tmp_path / "site", tmp_path / "fresh"
+    pins = {UP: demo_upstream()}
+    project = open_project(demo_repo, index=index_directory(UP, SRC), pins=pins)
+    assert not build_site(project, out).notes_only
+    f = demo_repo.annotations_dir / NORM_YAML
+    f.write_text(f.read_text().replace("Five butterfly steps", "Five steps", 1))
+    rep = build_site(project.with_fresh_annotations(), out)
+    assert rep.notes_only and rep.pages_rendered == 1
+    _build(demo_repo, fresh)
+    for q in fresh.rglob("*"):
+        if q.is_file() and q.name != names.MANIFEST:
+            rel = q.relative_to(fresh).as_posix()
+            assert (out / rel).read_bytes() == q.read_bytes(), rel
+    # another tree indexed, the notes' global facts the same (a line more at the end of
+    # decode.cuh moves no definition): decode.cuh's page must show it, so the usual build runs
+    other = tmp_path / "other"
+    shutil.copytree(SRC, other)
+    dec = other / DECODE
+    dec.write_text(dec.read_text() + "// one more line\n")
+    other_index = index_directory(UP, other)
+    build_site(open_project(demo_repo, index=other_index, pins=pins), tmp_path / "other-site")  # its search part cached
+    f.write_text(f.read_text().replace("Five steps", "Five butterfly steps", 1))
+    rep = build_site(open_project(demo_repo, index=other_index, pins=pins), out)
+    assert not rep.notes_only and rep.pages_rendered == 2
+    assert "one more line" in (out / names.source_page(UP, DECODE)).read_text()
+
+
 def test_the_notes_global_facts_hold_which_types_and_macros_are_annotated(demo_repo, tmp_path):
     """Pages beyond an annotation file's link to its type and macro notes (the uses panels), so
     the global facts change when such a note comes, goes or changes state, and not when its text
