@@ -18,6 +18,8 @@ never touch the repository. Each row is a fresh process, timed from the outside:
                index's part, stays cached like the index);
   no-op        `annotate build` with nothing changed (median of 3);
   note edit    one function note's text edited, then `annotate build` (median of 3 edits);
+  serve        the same edit under `annotate serve`: its rebuild after a save, timed inside the
+               serving process (the first save, then the median of three more);
   show         `annotate show SYMBOL` on the warm cache (median of 3, after one warm-up).
 
 The machine is shared, so absolute times move with its load: the ratios against the baselines
@@ -75,6 +77,30 @@ for i, path in enumerate(files):
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     lexer = lexers["python" if path.endswith(".py") else "cuda"]
     (out / f"{i}.html").write_text(highlight(text, lexer, fmt), encoding="utf-8")
+"""
+
+# `annotate serve`'s rebuild after a save, timed inside the process that serves (as
+# site_builder.serve does it: the annotations read again, the loaded index kept)
+SERVE = r"""
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+import site_bench
+from annotate.config import Config
+from annotate.project import open_project
+from site_builder.build import build_site
+from site_builder.serve import _State, _rebuild
+out, root, first = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[4])
+project = open_project(Config.load())
+project.index  # as serve starts: the index loaded once and kept
+build_site(project, out)
+state, times = _State(), []
+for n in range(first, first + 4):
+    site_bench.edit_note(root, n)
+    t = time.perf_counter()
+    _rebuild(project.with_fresh_annotations(), out, None, state)
+    times.append(time.perf_counter() - t)
+print(json.dumps(times))
 """
 
 DOXYFILE = """\
@@ -279,6 +305,11 @@ def one_run(config, args, base: Path) -> list[tuple[str, str, str]]:
         edit_note(root, n)
         edits.append(measure(build, env))
     edit = median_run(edits)
+    served = subprocess.run([sys.executable, "-c", SERVE, str(out), str(root), str(REPO / "benchmarks"), "4"],
+                            cwd=REPO, env=env, capture_output=True, text=True)
+    if served.returncode != 0:
+        sys.exit(f"site_bench: the serve row failed:\n{served.stderr[-3000:]}")
+    saves = json.loads(served.stdout.strip().splitlines()[-1])
     show_cmd = annotate + ["show", args.symbol, "--no-color"]
     measure(show_cmd, env)
     show = median_run([measure(show_cmd, env) for _ in range(3)])
@@ -306,6 +337,8 @@ def one_run(config, args, base: Path) -> list[tuple[str, str, str]]:
         ("no-op rebuild, fresh process", f"{noop.wall:.2f} s ({noop.cpu:.2f} s CPU)", "≤ 0.2 s"),
         ("one annotation edited, `annotate build` in a fresh process",
          f"{edit.wall:.2f} s ({edit.cpu:.2f} s CPU)", "≤ 0.5 s"),
+        ("one annotation edited under `annotate serve` (its rebuild, timed in its process)",
+         f"first save {saves[0]:.2f} s, then {statistics.median(saves[1:]):.2f} s (median of {len(saves) - 1})", ""),
         (f"`annotate show {args.symbol}`, warm", f"{show.wall:.2f} s ({show.cpu:.2f} s CPU)", "≤ 0.5 s"),
     ]
     if args.browser:

@@ -83,6 +83,19 @@ def attribute(name: str, x: str | Msg | Label) -> Markup:
     return _attribute(name, x)
 
 
+def sources_stamp() -> tuple:
+    """Stats of what `clear_caches` forgets the drawing of: the templates and the message
+    catalogue (`annotate serve` clears them only when one of these changed)."""
+    out = []
+    for p in [i18n.CATALOGUE, *sorted(TEMPLATES_DIR.rglob("*"))]:
+        try:
+            st = p.stat()
+            out.append((str(p), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(p), None, None))
+    return tuple(out)
+
+
 def clear_caches() -> None:
     """Templates or messages changed (`annotate serve`): forget the environment, the catalogue and
     what they drew."""

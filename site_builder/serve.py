@@ -52,6 +52,7 @@ class _State:
     def __init__(self) -> None:
         self.build_id = str(time.time_ns())
         self.lock = threading.Lock()
+        self.sources = render.sources_stamp()  # the templates and messages the caches were drawn from
 
 
 def make_handler(out_dir: Path, state: _State):
@@ -127,8 +128,11 @@ def serve(project: Project, out_dir: Path | None = None, port: int = 8000, jobs:
 
 
 def _rebuild(project: Project, out: Path, jobs: int | None, state: _State) -> None:
-    render.clear_caches()  # templates or messages may have changed
     t = time.perf_counter()
+    now = render.sources_stamp()
+    if now != state.sources:  # templates or messages changed: drawn again (a note's save keeps them)
+        render.clear_caches()
+        state.sources = now
     try:
         rep = build_site(project, out, jobs=jobs, force=True)
     except Exception as exc:  # noqa: BLE001 - keep serving the last good site; say why

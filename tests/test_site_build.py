@@ -272,6 +272,39 @@ def test_a_note_edit_under_serve_renders_its_pages_only_and_only_with_the_same_i
     assert "one more line" in (out / names.source_page(UP, DECODE)).read_text()
 
 
+def test_serve_draws_the_templates_again_only_when_they_changed(demo_repo, tmp_path, monkeypatch):
+    """After a save, serve keeps what it drew of the templates and messages; when a template
+    changed (here a copy of them, edited), it draws them again and the page shows the change."""
+    import shutil
+
+    from annotate.index.api import index_directory
+    from annotate.project import open_project
+    from site_builder import render
+    from site_builder.serve import _rebuild, _State
+
+    templates = tmp_path / "templates"
+    shutil.copytree(render.TEMPLATES_DIR, templates)
+    monkeypatch.setattr(render, "TEMPLATES_DIR", templates)
+    render.clear_caches()
+    out = tmp_path / "site"
+    project = open_project(demo_repo, index=index_directory(UP, SRC), pins={UP: demo_upstream()})
+    build_site(project, out)
+    state, cleared = _State(), []
+    real = render.clear_caches
+    monkeypatch.setattr(render, "clear_caches", lambda: cleared.append(1) or real())
+    f = demo_repo.annotations_dir / NORM_YAML
+    f.write_text(f.read_text().replace("Five butterfly steps", "Five steps", 1))
+    _rebuild(project.with_fresh_annotations(), out, 1, state)
+    assert not cleared and "Five steps" in (out / names.source_page(UP, NORM)).read_text()
+    base = templates / "base.html.jinja2"
+    base.write_text(base.read_text().replace("</body>", "<!-- edited template --></body>", 1))
+    f.write_text(f.read_text().replace("Five steps", "Five butterfly steps", 1))  # the page is drawn again
+    _rebuild(project.with_fresh_annotations(), out, 1, state)
+    assert cleared == [1] and "<!-- edited template -->" in (out / names.source_page(UP, NORM)).read_text()
+    monkeypatch.undo()
+    render.clear_caches()
+
+
 def test_the_notes_global_facts_hold_which_types_and_macros_are_annotated(demo_repo, tmp_path):
     """Pages beyond an annotation file's link to its type and macro notes (the uses panels), so
     the global facts change when such a note comes, goes or changes state, and not when its text
