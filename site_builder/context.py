@@ -177,6 +177,10 @@ class _LazyFiles(Mapping[FileKey, FileIndex]):
     def __contains__(self, key: object) -> bool:
         return key in self._set
 
+    def loaded(self, key: FileKey) -> FileIndex | None:
+        """The file when something already asked for it, else None (nothing is read)."""
+        return self._got.get(key)
+
     def __iter__(self):
         return iter(self._keys)
 
@@ -199,7 +203,7 @@ class _LazySymbols(Mapping[str, Symbol]):
             # the file's definitions only (one query), not its whole FileIndex: a page asks about
             # the targets of its calls in a score of other files
             if self._rendered is not None:
-                loaded = self._rendered._got.get(key) if key in self._rendered else None
+                loaded = self._rendered.loaded(key)
                 syms = loaded.symbols if loaded is not None else \
                     self._index.symbols_in(*key) if key in self._rendered else ()
             else:

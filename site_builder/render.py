@@ -83,17 +83,22 @@ def attribute(name: str, x: str | Msg | Label) -> Markup:
     return _attribute(name, x)
 
 
-def sources_stamp() -> tuple:
-    """Stats of what `clear_caches` forgets the drawing of: the templates and the message
-    catalogue (`annotate serve` clears them only when one of these changed)."""
+def stats(paths) -> tuple:
+    """(path, mtime, size) of each path that exists: what `annotate serve` compares between polls."""
     out = []
-    for p in [i18n.CATALOGUE, *sorted(TEMPLATES_DIR.rglob("*"))]:
+    for p in paths:
         try:
             st = p.stat()
             out.append((str(p), st.st_mtime_ns, st.st_size))
         except OSError:
-            out.append((str(p), None, None))
+            pass
     return tuple(out)
+
+
+def sources_stamp() -> tuple:
+    """Stats of what `clear_caches` forgets the drawing of: the templates and the message
+    catalogue (`annotate serve` clears them only when one of these changed)."""
+    return stats([i18n.CATALOGUE, *sorted(TEMPLATES_DIR.rglob("*"))])
 
 
 def clear_caches() -> None:

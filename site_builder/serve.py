@@ -38,14 +38,7 @@ def watched_stamp(config) -> tuple:
     for d in (config.annotations_dir, render.TEMPLATES_DIR, render.ASSETS_SRC):
         if d.is_dir():
             paths += sorted(d.rglob("*"))
-    out = []
-    for p in paths + stat_paths(config):
-        try:
-            st = p.stat()
-            out.append((str(p), st.st_mtime_ns, st.st_size))
-        except OSError:
-            pass
-    return tuple(out)
+    return render.stats(paths + stat_paths(config))
 
 
 class _State:
