@@ -316,12 +316,17 @@ def test_stale_diff_from_against_tree(tmp_config, index, root, tmp_path):
     assert f"--against-dir {tree}" in d.detail and "-  x += shfl_xor(x, 32);" in d.detail
 
 
-def test_drift_against_git_ref(tmp_config, index, root, demo_repo):
+def test_drift_against_git_ref(tmp_config, index, root, demo_repo, tmp_path, monkeypatch):
+    import tempfile
+
     from annotate.config import Config
     from annotate.notes.drift import run_drift
     from annotate.index.api import index_directory
 
     config = Config.load(environ={"ANNOTATE_URL_DEMO": str(demo_repo)}, cache_dir=tmp_config.cache_dir)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     fp = fp_of(index, "demo::norm::warp_reduce")
     write_annotation(root, UP, PATH, HEAD + f"functions:\n  demo::norm::warp_reduce:\n    fingerprint: {fp}\n"
                      f"  demo::norm::RMSNormKernel:\n    fingerprint: {fp_of(index, 'demo::norm::RMSNormKernel')}\n",
@@ -333,6 +338,7 @@ def test_drift_against_git_ref(tmp_config, index, root, demo_repo):
         got = {e.name: e.kind for e in report.drift}
         assert got == {"demo::norm::warp_reduce": kind, "demo::norm::RMSNormKernel": "unchanged"}
         assert report.drift[0].target.startswith(f"{ref} (")
+        assert not any(scratch.iterdir())  # the exported files are removed once the drift is known
     report = run_check(config, index, root)
     run_drift(config, report, index, ref="nope", tree=None, git_dir=None, upstream=None, indexer=index_directory)
     assert "is not a commit" in report.drift_diagnostics[0].message

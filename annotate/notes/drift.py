@@ -79,8 +79,9 @@ def _missing(idx, upstream, notes) -> list[str]:
     return sorted(out)
 
 
-def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
-    """(Index of B, description of B) or raises ValueError with the reason.
+def _other_index(config, upstream, notes, ref, tree, git_dir, indexer, scratch: Path):
+    """(Index of B, description of B) or raises ValueError with the reason. A git ref's files are
+    written under `scratch`, which the caller removes when it is done with the index.
 
     Only the annotated files are indexed, plus, for functions missing from their file, the
     files that mention their names (to find a function that moved to another file)."""
@@ -120,7 +121,7 @@ def _other_index(config, upstream, notes, ref, tree, git_dir, indexer):
     commit = repo.rev_parse(ref)
     if commit is None:
         raise ValueError(f"{ref!r} is not a commit in {d}")
-    tmp = Path(tempfile.mkdtemp(prefix="annotate-drift-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{upstream}-", dir=scratch))
     got = set(repo.export(commit, paths, tmp))
     idx = indexer(upstream, tmp, sorted(got))
     missing = _missing(idx, upstream, notes)
@@ -148,27 +149,32 @@ def run_drift(config: Config, report, index, *, ref: str | None, tree: str | Non
             "error", f"--against-dir is one version of one upstream, but the annotations span {', '.join(ups)}",
             code="drift", detail="add --upstream NAME"))
         return
-    for up in ups:
-        mine = [n for n in notes if n.upstream == up]
+    with tempfile.TemporaryDirectory(prefix="annotate-drift-") as scratch:
+        for up in ups:
+            _drift_upstream(config, report, index, [n for n in notes if n.upstream == up], up, ref, tree, git_dir,
+                            indexer, Path(scratch))
+
+
+def _drift_upstream(config, report, index, mine, up, ref, tree, git_dir, indexer, scratch: Path) -> None:
+    try:
+        other, target = _other_index(config, up, mine, ref, tree, git_dir, indexer, scratch)
+    except Exception as exc:
+        report.drift_diagnostics.append(Diagnostic("error", f"drift for {up}: {exc}", code="drift"))
+        return
+    for n in mine:
         try:
-            other, target = _other_index(config, up, mine, ref, tree, git_dir, indexer)
+            e = drift_one(index, other, n)
         except Exception as exc:
-            report.drift_diagnostics.append(Diagnostic("error", f"drift for {up}: {exc}", code="drift"))
+            src = n.source
+            report.drift_diagnostics.append(Diagnostic(
+                "error", f"internal error computing drift of {n.qualified_name}: {type(exc).__name__}: {exc}",
+                file=src.file if src else None, line=src.line if src else None, code="internal"))
             continue
-        for n in mine:
-            try:
-                e = drift_one(index, other, n)
-            except Exception as exc:
-                src = n.source
-                report.drift_diagnostics.append(Diagnostic(
-                    "error", f"internal error computing drift of {n.qualified_name}: {type(exc).__name__}: {exc}",
-                    file=src.file if src else None, line=src.line if src else None, code="internal"))
-                continue
-            e.target = target
-            report.drift.append(e)
-            d = drift_diagnostic(e, n)
-            if d is not None:
-                report.drift_diagnostics.append(d)
+        e.target = target
+        report.drift.append(e)
+        d = drift_diagnostic(e, n)
+        if d is not None:
+            report.drift_diagnostics.append(d)
 
 
 def drift_one(index, other, n) -> DriftEntry:
