@@ -347,3 +347,40 @@ def test_captures_come_in_document_order_every_time(tmp_path):
     assert len(runs) == 1
     includes, _ = runs.pop()
     assert includes == tuple(f'"h{i}.cuh"' for i in range(12))
+
+
+GENERIC_KERNEL = """
+template <typename Operator>
+CUTLASS_GLOBAL
+#ifdef __CUDACC__
+// the bounds only for nvcc
+__launch_bounds__(Operator::MaxThreadsPerBlock, Operator::MinBlocksPerMultiprocessor)
+#endif // __CUDACC__
+void device_kernel(typename Operator::Params const params) {
+  Operator op;
+  op(params);
+}
+
+template <typename T>
+CUTLASS_HOST_DEVICE
+// a comment, then the function
+T twice(T x) { return x + x; }
+
+template <typename T>
+#ifdef __CUDACC__
+__device__
+#endif
+T thrice(T x) { return x + x + x; }
+"""
+
+
+def test_qualifier_macro_before_a_conditional_group_in_the_head(tmp_path):
+    """cutlass's generic kernel: the grammar cannot read the `#ifdef` group in its head, so the
+    function starts after it; the qualifier macro before the group still makes it a kernel."""
+    ix = index_snippets(tmp_path, {"device_kernel.h": GENERIC_KERNEL})
+    by = {s.qualified_name: s for s in ix.all_symbols()}
+    k = by["device_kernel"]
+    assert k.kind == "kernel" and "__global__" in k.is_cuda_qualified
+    assert k.start_line == line_of(GENERIC_KERNEL, "template <typename Operator>")
+    assert k.signature.startswith("void device_kernel(")  # the signature is the parsed head, as before
+    assert by["twice"].kind == "host-device" and by["thrice"].kind == "device"

@@ -440,7 +440,8 @@ def _cuda_symbol(cx: _File, fn, body) -> Symbol | None:
                 or name == last or name.startswith("~")):
             is_method = True
     head_start = _head_start(cx, fn)
-    quals = _qualifiers(cx, cx.src[head_start:decl.start_byte].decode("utf-8", "replace"), definer)
+    quals = _qualifiers(cx, cx.src[_qualifier_start(cx, fn, head_start):decl.start_byte].decode("utf-8", "replace"),
+                        definer)
     src = cx.src
     body_text = src[body.start_byte:body.end_byte].decode("utf-8", "replace")
     lo = bisect.bisect_left(cx.error_starts, fn.start_byte)
@@ -528,6 +529,27 @@ def _head_start(cx: _File, fn) -> int:
     while head_start < fn.start_byte and cx.src[head_start] in b" \t\r\n":
         head_start += 1
     return head_start
+
+
+def _qualifier_start(cx: _File, fn, head_start: int) -> int:
+    """Where a head's qualifiers may start. Usually the head itself; in a template whose head is
+    split by a conditional group the grammar cannot read (cutlass's `device_kernel`:
+    `template <..> CUTLASS_GLOBAL` / `#ifdef __CUDACC__` / `__launch_bounds__(..)` / `#endif` /
+    `void device_kernel(..)`), the function starts after the group, and the qualifier macro
+    before it belongs to the head too: back to the end of the template parameter list, across
+    comments and the unreadable group only."""
+    parent = fn.parent
+    if parent is None or parent.type != "template_declaration":
+        return head_start
+    start = head_start
+    prev = fn.prev_sibling
+    while prev is not None and (prev.type == "comment" or
+                                (prev.type == "ERROR" and cx.text[prev.start_byte:prev.start_byte + 1] == b"#")):
+        start = prev.start_byte
+        prev = prev.prev_sibling
+    if start == head_start or prev is None or prev.type != "template_parameter_list":
+        return head_start
+    return prev.end_byte
 
 
 def _qualifiers(cx: _File, head: str, definer: dict | None) -> list[str]:
