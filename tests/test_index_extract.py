@@ -384,3 +384,21 @@ def test_qualifier_macro_before_a_conditional_group_in_the_head(tmp_path):
     assert k.start_line == line_of(GENERIC_KERNEL, "template <typename Operator>")
     assert k.signature.startswith("void device_kernel(")  # the signature is the parsed head, as before
     assert by["twice"].kind == "host-device" and by["thrice"].kind == "device"
+
+
+def test_cluster_launch_through_a_kernel_pointer(tmp_path):
+    """cutlass's `launch_kernel_on_cluster(params, kernel, args...)` launches the kernel pointer
+    it is given (macros.yaml `launchers`): FA3's cluster branch is a launch edge."""
+    text = GENERIC_KERNEL + """
+template <typename AttnKernel>
+void run_fwd(typename AttnKernel::Params p) {
+  void const* kernel = (void const*) device_kernel<AttnKernel>;
+  launch_kernel_on_cluster(launch_params, kernel, p);
+}
+"""
+    ix = index_snippets(tmp_path, {"launch.h": text})
+    run = next(s for s in ix.all_symbols() if s.qualified_name == "run_fwd")
+    (e,) = [e for e in ix.callees(run) if e.kind == "launch"]
+    kernel = next(s for s in ix.all_symbols() if s.qualified_name == "device_kernel")
+    assert (e.callee_name, e.via, e.callees) == ("device_kernel", "launch_kernel_on_cluster", (kernel.key,))
+    assert e.line == line_of(text, "launch_kernel_on_cluster(")  # the launch site, linked on the page

@@ -437,3 +437,52 @@ def test_links_snapshot_keyed_by_content(tmp_path, tmp_config):
     after = links_store.snapshot_path(tmp_config, ix2)
     assert after != before
     assert "rmsnorm2" in {e.name for e in crosslang.load_links(ix2, tmp_config).exports}
+
+
+EARLY_EXITS = """\
+int run(Params& params) {
+  if (!params.is_e4m3) {
+#ifndef DISABLE_64
+    if (params.d <= 64) {
+      if constexpr (Arch == 90) {
+        if (params.dv > 256) { return go<64, 512>(params); }
+      }
+      return go<64, 64>(params);
+    }
+#endif
+#ifndef DISABLE_96
+    if (params.d <= 96) { return go<96, 96>(params); }
+#else
+    if (params.d <= 80) { return go<80, 80>(params); }
+#endif
+    if (params.d <= 128) { return go<128, 128>(params); }
+    log(params);
+    if (params.d <= 256) { return go<256, 256>(params); }
+  }
+#if FAST
+  if (fast) return 0;
+#else
+  slow(params);
+#endif
+  return 1;
+}
+"""
+
+
+@pytest.mark.parametrize("call, guards", [
+    ("go<64, 64>", ["!params.is_e4m3", "params.d <= 64"]),
+    ("go<128, 128>", ["!params.is_e4m3", "!(params.d <= 64)", "!(params.d <= 96)", "params.d <= 128"]),
+    ("go<256, 256>", ["!params.is_e4m3", "!(params.d <= 64)", "!(params.d <= 96)", "!(params.d <= 128)",
+                      "params.d <= 256"]),
+    ("slow(params)", []),  # the early return is in the other branch of the group
+])
+def test_guards_after_an_if_that_returns(call, guards):
+    """FA3's head-dim chains are separate `if`s that return, in `#ifndef` groups: a call after
+    one runs only where its condition is false. An `if` that may fall through, or one in the
+    `#else` of a group, guards nothing after it."""
+    from annotate.index.trace_cpp import CppFile
+
+    line = next(i for i, ln in enumerate(EARLY_EXITS.splitlines(), 1) if call in ln)
+    column = EARLY_EXITS.splitlines()[line - 1].index(call)
+    got = CppFile(EARLY_EXITS.encode()).guards_at(line, column)
+    assert [g.text for g in got] == guards

@@ -184,16 +184,58 @@ def test_varlen_and_kvcache_entries(project):
     assert "flash::flash_fwd_splitkv_kernel" in kernel_names(project, t)
 
 
-def test_every_site_entry_reaches_a_kernel(project):
+def _has_fa3(pinned) -> bool:
+    """The checkout holds FA3's C++ (the git route does; the PyPI archive route has only the
+    Python of `hopper/`)."""
+    return (pinned("flash-attention") / "hopper" / "flash_api.cpp").is_file()
+
+
+def test_every_site_entry_reaches_a_kernel(project, pinned):
     traces = project.traces()
-    assert len(traces) >= 6
+    assert len(traces) >= 7
     assert [et.entry.entry for et in traces][:3] == ["flashinfer.norm.rmsnorm", "flashinfer.norm.fused_add_rmsnorm",
                                                     "flashinfer.decode.single_decode_with_kv_cache"]
     for et in traces:
         t = et.trace
+        if not t.chains and et.entry.entry.startswith("hopper.") and not _has_fa3(pinned):
+            # no FA3 C++ in this checkout: the trace says where it stops and why
+            assert [d.reason for d in t.dead_ends] == ["no registration of the torch op flash_attn_3::fwd found"]
+            continue
         assert t.chains, t.entry.qualified_name
         assert all(project.index.symbol(c.kernel).kind == "kernel" or c.kernel.split(":", 1)[1].split("@")[0].endswith(
             ".kernel") for c in t.chains)
+
+
+def test_fa3_forward_reaches_cutlass_device_kernel(project, pinned):
+    """FA3 has no `__global__` of its own: run_flash_fwd launches cutlass's generic
+    device_kernel<AttnKernel>, through kernel_launch or, with a cluster, launch_kernel_on_cluster.
+    The head-dim `if`s return, so for head_dim 128 only the 128 branch is left."""
+    if not _has_fa3(pinned):
+        pytest.skip("FA3's C++ (hopper/flash_api.cpp) is not in this checkout (PyPI archive route)")
+    t = project.trace("hopper.flash_attn_interface.flash_attn_func",
+                      {"dtype": "bf16", "head_dim": "128", "causal": "true", "pass": "forward", "num_splits": "1"})
+    assert kernel_names(project, t) == ["flash::prepare_varlen_num_blocks_kernel", "cutlass::device_kernel"]
+    c = next(c for c in t.chains if c.hops[-1].path == "hopper/flash_fwd_launch_template.h")
+    assert steps(c) == [
+        ("autograd", "hopper.flash_attn_interface.FlashAttnFunc.forward", "hopper/flash_attn_interface.py"),
+        ("call", "hopper.flash_attn_interface._flash_attn_forward", "hopper/flash_attn_interface.py"),
+        ("torch-op", "mha_fwd", "hopper/flash_attn_interface.py"),
+        ("call", "run_mha_fwd", "hopper/flash_api.cpp"),
+        ("dispatch", "run_mha_fwd_constexpr", "hopper/flash_api.cpp"),
+        ("call", "run_mha_fwd_", "hopper/flash_api.cpp"),
+        ("dispatch", "run_flash_fwd", "hopper/flash_fwd_launch_template.h"),
+        ("launch", "cutlass::device_kernel", "hopper/flash_fwd_launch_template.h"),
+    ]
+    hdim = c.hops[5]
+    assert [(g.text, g.decided) for g in hdim.guards] == [
+        ("!params.is_e4m3", True), ("params.is_bf16", True), ("!(params.d <= 64)", True),
+        ("!(params.d <= 96)", True), ("params.d <= 128", True)]
+    assert {h.line for ch in t.chains for h in ch.hops if h.target == "run_mha_fwd_"} == {hdim.line}
+    cluster = c.hops[-1]
+    assert "launch_kernel_on_cluster" in cluster.written and [g.text for g in cluster.guards] == ["size(ClusterShape{}) > 1"]
+    assert {(h.path, h.line) for ch in t.chains for h in ch.hops[-1:] if h.target == "cutlass::device_kernel"} == {
+        ("hopper/flash_fwd_launch_template.h", cluster.line),
+        ("csrc/cutlass/include/cutlass/kernel_launch.h", 91), ("csrc/cutlass/include/cutlass/kernel_launch.h", 116)}
 
 
 def test_the_command(real_config, pinned, capsys):

@@ -71,6 +71,11 @@ class CppFile:
                     text = " ".join(cond.text.decode("utf-8", "replace").split())
                     out.append(CppGuard(_neg(text) if alt is not None and _inside(alt, pos) else text,
                                         cond.start_point[0] + 1))
+            elif parent.type in _BLOCKS:
+                # an earlier `if (c) { ...; return ...; }` in the same block: the code after it
+                # runs only where c is false (FA3's `if (params.d <= 64) {.. return ..}` chains)
+                for cond in reversed(_early_exits(parent, node)):
+                    out.append(CppGuard(_neg(_clause(cond)), cond.start_point[0] + 1))
             elif parent.type == "case_statement":
                 sw = parent.parent
                 while sw is not None and sw.type != "switch_statement":
@@ -132,6 +137,52 @@ class CppFile:
             return None
         inner = self.code[i + 1:end - 1].strip()
         return [" ".join(a.split()) for a in split_args(inner)] if inner else []
+
+
+# Statement lists whose earlier statements can end the function before a later one runs; a
+# conditional-compilation group (`#ifndef FLASHATTENTION_DISABLE_HDIM64`) is read through.
+_BLOCKS = frozenset({"compound_statement", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"})
+_ALTERNATIVES = frozenset({"preproc_else", "preproc_elif"})
+
+
+def _early_exits(block, child) -> list:
+    """The conditions of the `if` statements before `child` in `block` (and in the conditional
+    groups before it) that have no `else` and whose body always leaves the function. Of a group,
+    only the branch the default build compiles (`#if`/`#ifdef`, not `#else`) is read, and none
+    of it when `child` is in its `#else`: the branches exclude each other."""
+    if child.type in _ALTERNATIVES:
+        return []
+    out = []
+    for s in block.named_children:
+        if s.start_byte >= child.start_byte:
+            break
+        if s.type in _ALTERNATIVES:
+            continue
+        if s.type in _BLOCKS and s.type != "compound_statement":
+            out.extend(_early_exits(s, child))
+        elif s.type == "if_statement" and s.child_by_field_name("alternative") is None \
+                and _always_leaves(s.child_by_field_name("consequence")):
+            cond = s.child_by_field_name("condition")
+            if cond is not None and _clause(cond):
+                out.append(cond)
+    return out
+
+
+def _always_leaves(stmt) -> bool:
+    """The statement returns (or throws) on every path, as written."""
+    if stmt is None:
+        return False
+    if stmt.type in ("return_statement", "throw_statement"):
+        return True
+    if stmt.type == "compound_statement":
+        body = [c for c in stmt.named_children if c.type != "comment"]
+        return bool(body) and _always_leaves(body[-1])
+    if stmt.type == "if_statement":
+        alt = stmt.child_by_field_name("alternative")
+        if alt is not None and alt.type == "else_clause":
+            alt = next((c for c in alt.named_children if c.type != "comment"), None)
+        return alt is not None and _always_leaves(stmt.child_by_field_name("consequence")) and _always_leaves(alt)
+    return False
 
 
 def _clause(node) -> str:
