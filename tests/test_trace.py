@@ -77,6 +77,8 @@ def test_entry_steps_name_course_steps():
     ("python:\n  spec_makers: '('\n", "crosslang.yaml:2: bad regex"),
     ("exports:\n  - {id: x, pattern: 'NO_GROUPS'}\n", "needs groups name and function"),
     ("keys: {a: b}\nvariables:\n  - {match: x, key: nope}\n", "crosslang.yaml:12: unknown key 'nope'"),
+    ("keys: {a: b}\nvariables:\n  - {match: x, key: a, round_up: [128, 64]}\n",
+     "crosslang.yaml:12: round_up must be a list of increasing integers"),
 ])
 def test_rule_errors_name_file_and_line(text, message):
     base = textwrap.dedent("""
@@ -177,6 +179,12 @@ def test_links_of_the_fixture(links):
     ("torch.__version__ >= '2.4.0'", "python", {"torch": "2.3.1"}, {}, False),
     ("fp8_enabled", "python", {"dtype": "fp8_e4m3"}, {}, True),
     ("input.dim() == 3", "python", {}, {}, None),
+    # FA3's backward chooses on head_dim rounded up (round_up_headdim)
+    ("params.d_rounded == 128", "cuda", {"head_dim": "128"}, {}, True),
+    ("params.d_rounded == 128", "cuda", {"head_dim": "100"}, {}, True),
+    ("params.d_rounded == 96", "cuda", {"head_dim": "100"}, {}, False),
+    ("params.d_rounded == 256", "cuda", {"head_dim": "512"}, {}, None),  # past the last step: not known
+    ("!params.is_e4m3", "cuda", {"dtype": "bf16"}, {}, True),
 ])
 def test_decider(text, lang, when, env, expect):
     assert Decider(rules(), when, env).decide(text, lang).value is expect

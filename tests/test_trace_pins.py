@@ -199,11 +199,28 @@ def test_every_site_entry_reaches_a_kernel(project, pinned):
         t = et.trace
         if not t.chains and et.entry.entry.startswith("hopper.") and not _has_fa3(pinned):
             # no FA3 C++ in this checkout: the trace says where it stops and why
-            assert [d.reason for d in t.dead_ends] == ["no registration of the torch op flash_attn_3::fwd found"]
+            op = "bwd" if et.entry.entry.endswith(".backward") else "fwd"
+            assert [d.reason for d in t.dead_ends] == [f"no registration of the torch op flash_attn_3::{op} found"]
             continue
         assert t.chains, t.entry.qualified_name
         assert all(project.index.symbol(c.kernel).kind == "kernel" or c.kernel.split(":", 1)[1].split("@")[0].endswith(
             ".kernel") for c in t.chains)
+
+
+def test_fa3_backward_takes_the_rounded_head_dim(project, pinned):
+    """The backward chooses on `params.d_rounded` (head_dim rounded up): for head_dim 128 on sm_90
+    without softcap, one instantiation, launched through cutlass's device_kernel."""
+    if not _has_fa3(pinned):
+        pytest.skip("FA3's C++ (hopper/flash_api.cpp) is not in this checkout (PyPI archive route)")
+    t = project.trace("hopper.flash_attn_interface.FlashAttnFunc.backward",
+                      {"dtype": "bf16", "head_dim": "128", "causal": "true", "arch": "90", "softcap": "false"})
+    assert kernel_names(project, t) == ["cutlass::device_kernel"]
+    specs = {h.dst for c in t.chains for h in c.hops if h.kind == "specialisation"}
+    assert specs == {"flash-attention:run_mha_bwd_@hopper/instantiations/flash_bwd_hdim128_bf16_sm90.cu:8"}
+    spec = next(h for h in t.chains[0].hops if h.kind == "specialisation")
+    assert [(g.text, g.decided) for g in spec.guards] == [
+        ("params.is_bf16", True), ("!(params.d_rounded == 64)", True), ("!(params.d_rounded == 96)", True),
+        ("params.d_rounded == 128", True)]
 
 
 def test_fa3_forward_reaches_cutlass_device_kernel(project, pinned):

@@ -265,6 +265,11 @@ class Decider:
             return str(got).lower() == var.true.lower()
         if var.true_match is not None:
             return bool(var.true_match.fullmatch(str(got).lower()))
+        if var.round_up:
+            n = _literal(str(got))
+            if type(n) is not int:
+                return _UNKNOWN
+            return next((x for x in var.round_up if n <= x), _UNKNOWN)
         return got
 
 

@@ -58,6 +58,9 @@ class Variable:
     true_match: re.Pattern | None = None  # ... or "key matches this" (`fp8_enabled`: dtype fp8_*)
     note: str = ""  # what the condition means at run time, for a reader (where it is not obvious)
     note_zh: str = ""  # the same in Chinese, for the site's trace pages
+    # the value is the key's rounded up to the first of these (FA3's `params.d_rounded`:
+    # round_up_headdim of head_dim); undecided above the last
+    round_up: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,11 +182,15 @@ def parse_rules(text: str) -> Rules:
         if v["key"] not in keys:
             raise RulesError(f"{_where(loaded, ('variables', i, 'key'))}: unknown key {v['key']!r}; "
                              f"keys: {', '.join(keys)}")
+        steps = v.get("round_up", [])
+        if not (isinstance(steps, list) and all(type(x) is int for x in steps) and steps == sorted(set(steps))):
+            raise RulesError(f"{_where(loaded, ('variables', i, 'round_up'))}: round_up must be a list of increasing "
+                             f"integers")
         variables.append(Variable(rx(("variables", i, "match")), str(v["key"]),
                                   None if v.get("true") is None else _yaml_value(v["true"]),
                                   None if v.get("false") is None else _yaml_value(v["false"]),
                                   rx(("variables", i, "true_match")) if "true_match" in v else None,
-                                  str(v.get("note") or ""), str(v.get("note_zh") or "")))
+                                  str(v.get("note") or ""), str(v.get("note_zh") or ""), tuple(steps)))
     types = []
     for key, table in need(("types",), dict, {}).items():
         if key not in keys or not isinstance(table, dict):
