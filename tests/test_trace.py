@@ -185,6 +185,9 @@ def test_links_of_the_fixture(links):
     ("params.d_rounded == 96", "cuda", {"head_dim": "100"}, {}, False),
     ("params.d_rounded == 256", "cuda", {"head_dim": "512"}, {}, None),  # past the last step: not known
     ("!params.is_e4m3", "cuda", {"dtype": "bf16"}, {}, True),
+    ("not launch_with_pdl", "cuda", {}, {"launch_with_pdl": "false"}, True),  # C++'s alternative tokens
+    ("!(not launch_with_pdl)", "cuda", {}, {"launch_with_pdl": "false"}, False),
+    ("a and not b or c", "cuda", {}, {"a": "true", "b": "true", "c": "false"}, False),
 ])
 def test_decider(text, lang, when, env, expect):
     assert Decider(rules(), when, env).decide(text, lang).value is expect

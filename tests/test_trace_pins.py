@@ -221,6 +221,12 @@ def test_fa3_backward_takes_the_rounded_head_dim(project, pinned):
     assert [(g.text, g.decided) for g in spec.guards] == [
         ("params.is_bf16", True), ("!(params.d_rounded == 64)", True), ("!(params.d_rounded == 96)", True),
         ("params.d_rounded == 128", True)]
+    # every launch passes `false /*launch_with_pdl*/`: cutlass's `if (not launch_with_pdl)` is decided,
+    # so only the plain <<<>>> launch stays (five call sites: preprocess, main, dQ, and dK/dV with GQA)
+    launches = [c.hops[-1] for c in t.chains]
+    assert {(h.path, h.line) for h in launches} == {("csrc/cutlass/include/cutlass/kernel_launch.h", 91)}
+    assert {c.hops[-2].line for c in t.chains} == {74, 221, 248, 288, 290}
+    assert all([(g.text, g.decided) for g in h.guards] == [("not launch_with_pdl", True)] for h in launches)
 
 
 def test_fa3_forward_reaches_cutlass_device_kernel(project, pinned):

@@ -28,13 +28,18 @@ _CPP_TOKEN = re.compile(r"""
     )""", re.X)
 
 
+# C++'s alternative tokens (cutlass writes `if (not launch_with_pdl)`)
+_CPP_WORDS = {"not": "!", "and": "&&", "or": "||", "not_eq": "!="}
+
+
 def parse_cpp(text: str):
     """The expression tree of a C++ condition (operands as normalised text)."""
     toks = []
     for m in _CPP_TOKEN.finditer(text):
         for kind in ("op", "lp", "rp", "other"):
             if m.group(kind) is not None:
-                toks.append((kind, m.group(kind)))
+                v = m.group(kind)
+                toks.append(("op", _CPP_WORDS[v]) if kind == "other" and v in _CPP_WORDS else (kind, v))
                 break
     pos = 0
 
