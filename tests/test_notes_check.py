@@ -404,6 +404,29 @@ def test_file_of_the_pin_absent_from_a_partial_checkout_is_unchecked_not_broken(
     assert r.exit_code(strict=True) == 1  # the missing file; the unchecked one alone would pass
 
 
+def test_file_of_an_included_only_submodule_that_nothing_includes_is_unchecked(tmp_config, index, root, monkeypatch):
+    # cutlass is indexed only as far as Flash-Attention's files include it; the archive route lacks
+    # hopper/, the only includer of cutlass/device_kernel.h, so that file is in the checkout but not
+    # in the index: its notes are unchecked there (info), not a missing file (error)
+    import types
+
+    import annotate.upstreams as upstreams
+
+    pin = types.SimpleNamespace(name=UP, commit="c0ffee", included_only_paths=lambda: ["third_party/lib/include"])
+    monkeypatch.setattr(upstreams, "load_upstreams", lambda config: {UP: pin})
+    path = "third_party/lib/include/kernel.h"
+    src = tmp_config.checkout_dir(UP, "c0ffee") / path
+    src.parent.mkdir(parents=True)
+    src.write_text("__global__ void k() {}\n")
+    r = check(tmp_config, index, root, f"upstream: {UP}\npath: {path}\nfunctions:\n  k: {{summary: x}}\n", name=path)
+    d = only(r, "not-included")
+    assert d.severity == "info" and "third_party/lib/include is indexed only as far as" in d.message
+    assert r.counts()["unchecked"] == 1 and r.exit_code(strict=True) == 0
+    src.unlink()  # not in the checkout at all: a file the pin does not have
+    r = check(tmp_config, index, root, f"upstream: {UP}\npath: {path}\n", name=path)
+    assert only(r, "missing-file").severity == "error"
+
+
 def test_harness_must_name_a_runnable_kernel(tmp_config, index, root):
     # vendor_kernels/common/ and results/ are folders, not harnesses: only folders with a spec count
     from annotate.commands.notes import known_harnesses

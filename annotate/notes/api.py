@@ -203,6 +203,20 @@ class _Session:
                 self._pins = []
         return self._pins
 
+    def not_included(self, upstream: str, path: str) -> str | None:
+        """The `index: included` path `path` lies under, when the checkout has the file but the index
+        leaves it out (no indexed file of this checkout includes it), else None."""
+        from annotate.upstreams import checkout_root, load_upstreams
+
+        try:
+            up = load_upstreams(self.config).get(upstream)
+        except AnnotateError:
+            return None
+        if up is None:
+            return None
+        under = next((p for p in up.included_only_paths() if path.startswith(p + "/")), None)
+        return under if under is not None and (checkout_root(self.config, up) / path).is_file() else None
+
     def absent(self, upstream: str) -> frozenset[str]:
         """Files of the pin that the checkout lacks (the route it was fetched by does not ship them)."""
         if upstream not in self._absent:
@@ -470,6 +484,13 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
         return False, True, [at_key("path", "info", f"{path} is part of the {upstream} pin but this checkout "
                                     "lacks it (the route it was fetched by does not ship it); its notes are not checked",
                                     "not-in-checkout", "`annotate fetch --via git --force` fetches the whole pin")]
+    under = s.not_included(upstream, path)
+    if under is not None:
+        return False, True, [at_key("path", "info", f"{path} is in this checkout but not indexed: {under} is indexed only "
+                                    "as far as the other files include it, and no file of this checkout does; its notes "
+                                    "are not checked", "not-included",
+                                    "the files that include it are missing from this checkout: "
+                                    "`annotate fetch --via git --force` fetches the whole pin")]
     paths = s.index.paths(upstream)
     near = difflib.get_close_matches(path, paths, n=3, cutoff=0.6)
     if not near:

@@ -53,7 +53,7 @@ class CheckReport:
         c = self.counts()
         new = f", {c['unfingerprinted']} without fingerprint" if c["unfingerprinted"] else ""
         if c["unchecked"]:
-            new += f", {c['unchecked']} unchecked (file not in this checkout)"
+            new += f", {c['unchecked']} unchecked (file not in this checkout, or not indexed in it)"
         idx = f" + index {self.index_seconds:.2f} s" if self.index_seconds is not None else ""
         more = "".join(f", {c[k]} {k if c[k] != 1 else k[:-1]}" for k in ("types", "macros") if c[k])
         return (f"{c['files']} files, {c['functions']} functions{more}: {c['ok']} ok, {c['stale']} stale, "
