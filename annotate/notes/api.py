@@ -174,7 +174,7 @@ class _Session:
     def __init__(self, config: Config, index, root: Path, opts: Options):
         self.config, self.index, self.root, self.opts = config, index, root, opts
         self._absent: dict[str, frozenset[str]] = {}
-        self._pins: list[str] | None = None
+        self._pins: dict | None = None
         # a file's entries each ask for its definitions and text: asked of the index once
         self._symbols: dict[tuple[str, str], list] = {}
         self._lines: dict[tuple[str, str], list[str]] = {}
@@ -193,25 +193,23 @@ class _Session:
             lines = self._lines[key] = self.index.source(*key).splitlines(keepends=True)
         return "".join(lines[sym.start_line - 1:sym.end_line])
 
-    def pins(self) -> list[str]:
+    def pins(self) -> dict:
+        """The pin file's upstreams by name ({} without a pin file: a tree indexed with --source)."""
         if self._pins is None:
             from annotate.upstreams import load_upstreams
 
             try:
-                self._pins = list(load_upstreams(self.config))
-            except AnnotateError:  # no pin file (a tree indexed with --source): nothing to suggest
-                self._pins = []
+                self._pins = dict(load_upstreams(self.config))
+            except AnnotateError:
+                self._pins = {}
         return self._pins
 
     def not_included(self, upstream: str, path: str) -> str | None:
         """The `index: included` path `path` lies under, when the checkout has the file but the index
         leaves it out (no indexed file of this checkout includes it), else None."""
-        from annotate.upstreams import checkout_root, load_upstreams
+        from annotate.upstreams import checkout_root
 
-        try:
-            up = load_upstreams(self.config).get(upstream)
-        except AnnotateError:
-            return None
+        up = self.pins().get(upstream)
         if up is None:
             return None
         under = next((p for p in up.included_only_paths() if path.startswith(p + "/")), None)
@@ -468,7 +466,7 @@ def _source_check(s: _Session, loaded: Loaded, disp: str, upstream: str, path: s
     if upstream not in known:
         from annotate.notes.validate import did_you_mean
 
-        pins = s.pins()
+        pins = list(s.pins())
         if upstream in pins:
             return False, False, [at_key("upstream", "error", f"upstream '{upstream}' is not in the index (not fetched?)",
                                          "not-indexed", "run `annotate fetch`")]
