@@ -15,13 +15,20 @@ class Reporter:
 
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
-        self._console = None
-        if enabled:
+        self._made = None  # the console, made on first use: a build with nothing to say imports no Rich
+
+    @property
+    def _console(self):
+        if self._made is None and self.enabled:
             from annotate.terminal import console
 
-            self._console = console(stderr=True)
+            self._made = console(stderr=True)
+        return self._made
+
+    @property
+    def _live(self) -> bool:
         # live displays only on a terminal; in logs (CI) they would print as blank lines
-        self._live = bool(self._console is not None and self._console.is_terminal)
+        return self.enabled and self._console.is_terminal
 
     @classmethod
     def of(cls, progress: "bool | Reporter") -> "Reporter":
