@@ -201,8 +201,9 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
     error = site_pages.error_page()
     other(error.page, _digest(repr(error)), lambda: render.render_error(error))
     ikey = index_key(ctx)
-    other(names.SEARCH_INDEX, ikey + site_pages.search_digest(ctx),
-          lambda: render.render_search_index(site_pages.search_with_notes(_search_base(ctx, config, ikey), ctx)))
+    other(names.SEARCH_INDEX, ikey, lambda: render.render_search_index(_search_base(ctx, config, ikey)))
+    notes_js = render.render_search_notes(site_pages.search_notes(_search_rows(ctx, config, ikey), ctx))
+    other(names.SEARCH_NOTES, _digest(notes_js), lambda: notes_js)
     for name, data in render.asset_files().items():
         files[names.asset_path(name)] = data
     yield  # the source pages are rendered: their line counts are in
@@ -210,29 +211,59 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
     other(names.INDEX_PAGE, _digest(repr(home)), lambda: render.render_index(home))
 
 
-def _search_base(ctx: SiteContext, config: Config, ikey: str, make: bool = True) -> dict | None:
+def _search_base(ctx: SiteContext, config: Config, ikey: str) -> dict:
     """The index's part of the search index (site_pages.search_base), from the site cache or made
-    now and cached; None when it is not cached and `make` is False."""
+    now and cached, with its `keys` in a file of their own (`_search_rows`)."""
     from annotate.atomic import write_atomic
     from site_builder import site_pages
 
-    folder = config.site_cache_dir() / SEARCH_CACHE
-    path = folder / f"{_digest(ikey + code_key())}.json"  # the index, and the code naming pages and anchors
+    path = _search_cache(config, ikey)
     try:
         got = site_pages.checked_search_base(json.loads(path.read_bytes()))
     except (OSError, ValueError):
         got = None
-    if got is not None or not make:
+    if got is not None:
         return got
     got = site_pages.search_base(ctx)
     try:
         write_atomic(path, json.dumps(got, ensure_ascii=False, separators=(",", ":")))
-        for old in folder.glob("*.json"):  # one index at a time: the others' go
-            if old != path:
+        write_atomic(path.with_suffix(".keys"), json.dumps(got["keys"], ensure_ascii=False, separators=(",", ":")))
+        for old in path.parent.iterdir():  # one index at a time: the others' go
+            if old.stem != path.stem:
                 old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache only costs speed
     return got
+
+
+def _search_rows(ctx: SiteContext, config: Config, ikey: str, make: bool = True) -> dict | None:
+    """(kind, key) -> row of the index's part of the search index (site_pages.search_rows): from
+    the cached keys alone (a note edit reads nothing else of it), else from `_search_base`; None
+    when they are not cached and `make` is False."""
+    from annotate.atomic import write_atomic
+    from site_builder import site_pages
+
+    try:
+        keys = json.loads(_search_cache(config, ikey).with_suffix(".keys").read_bytes())
+        if isinstance(keys, list) and all(isinstance(k, list) and len(k) == 2 and all(isinstance(x, str) for x in k)
+                                          for k in keys):
+            return site_pages.search_rows(keys)
+    except (OSError, ValueError):
+        pass
+    if not make:
+        return None
+    keys = _search_base(ctx, config, ikey)["keys"]
+    try:  # a base cached without its keys' file (written by an earlier build) gets it now
+        write_atomic(_search_cache(config, ikey).with_suffix(".keys"),
+                     json.dumps(keys, ensure_ascii=False, separators=(",", ":")))
+    except OSError:
+        pass
+    return site_pages.search_rows(keys)
+
+
+def _search_cache(config: Config, ikey: str) -> Path:
+    # keyed by the index and by the code naming pages and anchors
+    return config.site_cache_dir() / SEARCH_CACHE / f"{_digest(ikey + code_key())}.json"
 
 
 # ---- a build after annotation files alone changed ----------------------------------------
@@ -326,13 +357,14 @@ def _notes_build(project: Project, out: Path, previous: Manifest, stamp: InputSt
         files[page] = html
         src_bytes += nbytes
     clock.lap("render sources")
-    search_key = _page_key(render.templates_key(names.SEARCH_INDEX) + code_key(), ikey + site_pages.search_digest(ctx), "")
-    if search_key != previous.pages.get(names.SEARCH_INDEX):
-        base = _search_base(ctx, config, ikey, make=False)
-        if base is None:
-            return None
-        files[names.SEARCH_INDEX] = render.render_search_index(site_pages.search_with_notes(base, ctx))
-        keys[names.SEARCH_INDEX] = search_key
+    rows = _search_rows(ctx, config, ikey, make=False)
+    if rows is None:
+        return None
+    notes_js = render.render_search_notes(site_pages.search_notes(rows, ctx))
+    search_key = _page_key(render.templates_key(names.SEARCH_NOTES) + code_key(), _digest(notes_js), "")
+    if search_key != previous.pages.get(names.SEARCH_NOTES):
+        files[names.SEARCH_NOTES] = notes_js
+        keys[names.SEARCH_NOTES] = search_key
     clock.lap("other pages")
     manifest = Manifest(stamp=stamp.digest, pages=keys, lines=previous.lines, outputs=previous.outputs,
                         base=stamp.base, notes=state)

@@ -14,6 +14,7 @@ from annotate.index.model import bare_name, split_key  # noqa: F401  (the key's 
 INDEX_PAGE = "index.html"
 ERROR_PAGE = "404.html"  # `annotate serve` answers an unknown address with it
 SEARCH_INDEX = "search-index.js"
+SEARCH_NOTES = "search-notes.js"
 ASSETS_DIR = "assets"
 MANIFEST = ".annotate-site.json"  # what the last build wrote, with the inputs' keys
 

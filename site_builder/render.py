@@ -225,9 +225,17 @@ def render_trace(page: TracePage) -> str:
     return environment().get_template("trace.html.jinja2").render(page=page)
 
 
-def render_search_index(data: dict) -> str:
-    """The search index as a script assigning a global: loadable from file:// (no fetch())."""
+def render_search_index(base: dict) -> str:
+    """The index's part of the search index (site_pages.search_base, without the `keys` that only
+    the build reads) as a script assigning a global: loadable from file:// (no fetch())."""
+    data = {"v": 3, "pages": base["pages"], "symbols": base["symbols"], "files": base["files"]}
     return "window.ANNOTATE_SEARCH=" + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n"
+
+
+def render_search_notes(notes: dict) -> str:
+    """What the notes add to the search index (site_pages.search_notes), a script like the index's
+    part; search.js merges the two."""
+    return "window.ANNOTATE_SEARCH_NOTES=" + json.dumps(notes, ensure_ascii=False, separators=(",", ":")) + ";\n"
 
 
 def asset_files() -> dict[str, bytes]:

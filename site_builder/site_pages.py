@@ -3,7 +3,7 @@ reviewers' diagnostics), one page per course map, and the client-side search ind
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Mapping
 
 from annotate.index.model import MacroDef, Symbol, TypeDef
 from annotate.notes.model import Course, CourseStep, FunctionNote, MacroNote, TypeNote
@@ -140,15 +140,6 @@ def _reading_item(ctx: SiteContext, page: str, ref: str) -> ReadingItem:
     return ReadingItem(ref_link(ctx, page, ref), annotated)
 
 
-def search_digest(ctx: SiteContext) -> str:
-    """What the annotations contribute to the search index (the index's key covers the rest)."""
-    parts = [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}" for k, n in sorted(ctx.notes.items())]
-    parts += [f"{k}\0{_note_text(n, 'en')}\0{_note_text(n, 'zh')}"
-              for k, n in sorted({**ctx.type_notes, **ctx.macro_notes}.items())]
-    parts += [f"{c.id}\0{c.title!r}\0{[st.title for st in c.steps]!r}" for c in ctx.courses.values()]
-    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 SEARCH_TEXT = 300  # characters of note text kept per function and language
 
 
@@ -161,10 +152,14 @@ def _note_text(note: FunctionNote | TypeNote | MacroNote, lang: str) -> str:
 
 
 def search_data(ctx: SiteContext) -> dict:
-    """The client-side search index: pages once, then one compact row per function, type and
-    macro: [qualified name, kind, page number, anchor, annotated 0/1, note text en, note text zh].
-    Search matches the name and the note text in either language, whatever the page shows."""
-    return search_with_notes(search_base(ctx), ctx)
+    """The client-side search index as the browser holds it once both parts are loaded: pages
+    once, then one compact row per function, type and macro: [qualified name, kind, page number,
+    anchor, annotated 0/1, note text en, note text zh]. Search matches the name and the note text
+    in either language, whatever the page shows. The site ships it in two parts: what follows
+    from the index alone (`search_base`, `search-index.js`) and what the notes and courses add
+    (`search_notes`, `search-notes.js`), so that a note edit rewrites only the second."""
+    base = search_base(ctx)
+    return merge_search(base, search_notes(search_rows(base["keys"]), ctx))
 
 
 def search_base(ctx: SiteContext) -> dict:
@@ -214,21 +209,38 @@ def checked_search_base(data: object) -> dict | None:
     return data
 
 
-def search_with_notes(base: dict, ctx: SiteContext) -> dict:
-    """`search_base` with the notes, the courses and the traces: the search index."""
-    notes = {"function": ctx.notes, "type": ctx.type_notes, "macro": ctx.macro_notes}
-    rows = []
-    for (what, key), row in zip(base["keys"], base["symbols"]):
-        note = notes[what].get(key)
-        if note is not None:
-            anchor = row[3] if what == "function" else names.definition_href_target(key, what)[1]
-            row = row[:3] + [anchor, 1, _note_text(note, "en"), _note_text(note, "zh")]
-        rows.append(row)
+def search_rows(keys: list) -> dict[tuple[str, str], int]:
+    """(kind, key) -> its row in `search_base`'s symbols, from the base's `keys`."""
+    return {(what, key): i for i, (what, key) in enumerate(keys)}
+
+
+def search_notes(rows: Mapping[tuple[str, str], int], ctx: SiteContext) -> dict:
+    """What the notes, the courses and the traces add to `search_base` (whose rows `rows`
+    numbers): per annotated definition [its row, the anchor of its note, note text en, zh]; the
+    course and step titles and the traced entry points."""
+    notes = []
+    for what, by_key in (("function", ctx.notes), ("type", ctx.type_notes), ("macro", ctx.macro_notes)):
+        for key, note in sorted(by_key.items()):
+            row = rows.get((what, key))
+            if row is None:
+                continue
+            anchor = names.symbol_href_target(key)[1] if what == "function" else \
+                names.definition_href_target(key, what)[1]
+            notes.append([row, anchor, _note_text(note, "en"), _note_text(note, "zh")])
+    notes.sort(key=lambda n: n[0])
     courses = [[c.title.en or c.id, names.course_page(c.id), c.title.zh or ""] for c in ctx.courses.values()]
     courses += [[st.title.en or st.id, names.step_page(c.id, st.id), st.title.zh or "", "js.step"]
                 for c in ctx.courses.values() for st in c.steps]
     courses += [[t.entry, names.trace_page(t.entry), "", "js.trace"] for t in ctx.traces]
-    return {"v": 2, "pages": base["pages"], "symbols": rows, "files": base["files"], "courses": courses}
+    return {"v": 3, "notes": notes, "courses": courses}
+
+
+def merge_search(base: dict, notes: dict) -> dict:
+    """The two parts as search.js merges them in the browser (`search_data`)."""
+    rows = [list(r) for r in base["symbols"]]
+    for row, anchor, en, zh in notes["notes"]:
+        rows[row][3:7] = [anchor, 1, en, zh]
+    return {"v": 3, "pages": base["pages"], "symbols": rows, "files": base["files"], "courses": notes["courses"]}
 
 
 # ---- traces ---------------------------------------------------------------------------------------

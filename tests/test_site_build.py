@@ -18,7 +18,7 @@ from site_support import (ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site
                           make_demo_repo)
 
 from annotate.config import Config  # noqa: E402
-from site_builder import names  # noqa: E402
+from site_builder import build as site_build, names  # noqa: E402
 from site_builder.build import build_site, input_stamp  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def test_fixture_site_outputs(tmp_config, tmp_path):
     out = tmp_path / "site"
     rep = build_fixture_site(tmp_config, out)
     assert rep.pages_total == 2 and rep.pages_rendered == 2
-    for rel in (names.INDEX_PAGE, names.SEARCH_INDEX, names.source_page(UP, NORM), names.source_page(UP, DECODE),
+    for rel in (names.INDEX_PAGE, names.SEARCH_INDEX, names.SEARCH_NOTES, names.source_page(UP, NORM), names.source_page(UP, DECODE),
                 names.course_page("demo-course"), "assets/base.css", "assets/search.js", "assets/site.js"):
         assert (out / rel).is_file(), rel
     # offline: nothing is loaded from elsewhere
@@ -175,8 +175,9 @@ NOTE_EDITS = {
 
 @pytest.mark.parametrize("edit", sorted(NOTE_EDITS))
 def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monkeypatch, edit):
-    """After an annotation file changes, the build renders only that file's pages and the search
-    index when the notes' global facts stayed (reading none of the index but those files), else
+    """After an annotation file changes, the build renders only that file's pages and the notes'
+    part of the search index when the notes' global facts stayed (reading none of the index but
+    those files, nor the index's part of the search index), else
     the usual way; either way the site equals a fresh build's, byte for byte."""
     from annotate.index.api import Index
 
@@ -190,6 +191,10 @@ def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monke
         def everything(*a, **k):
             raise AssertionError("a note edit read the whole index")
         monkeypatch.setattr(Index, "files", everything)
+
+        def search_base(*a, **k):
+            raise AssertionError("a note edit read the index's part of the search index")
+        monkeypatch.setattr(site_build, "_search_base", search_base)
     rep = _build(demo_repo, out)
     monkeypatch.undo()
     assert rep.notes_only == notes_only and not rep.noop

@@ -27,7 +27,8 @@ from site_builder.code import build_page, pieces  # noqa: E402
 from site_builder.graph import GNode, layout  # noqa: E402
 from site_builder.highlight import _grammar, highlight  # noqa: E402
 from site_builder.markdown import render_markdown  # noqa: E402
-from site_builder.render import render_course, render_file, render_index, render_search_index, render_step  # noqa: E402
+from site_builder.render import (render_course, render_file, render_index, render_search_index,  # noqa: E402
+                                 render_search_notes, render_step)
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory) -> Config:
@@ -67,7 +68,9 @@ def test_home_course_and_search_snapshots(config, snapshot):
     step = site_pages.step_page(ctx, ctx.courses["demo-course"], 0)
     snapshot(SNAPSHOTS / "step-demo-course-day-1.model.txt", dump_model(step))
     snapshot(SNAPSHOTS / "step-demo-course-day-1.html", render_step(step))
-    snapshot(SNAPSHOTS / "search-index.js", render_search_index(site_pages.search_data(ctx)))
+    base = site_pages.search_base(ctx)
+    snapshot(SNAPSHOTS / "search-index.js", render_search_index(base))
+    snapshot(SNAPSHOTS / "search-notes.js", render_search_notes(site_pages.search_notes(site_pages.search_rows(base["keys"]), ctx)))
 
 
 def test_sections_follow_functions_and_notes(config):
@@ -185,8 +188,11 @@ def test_index_course_and_search(bare_config):
     assert 'href="../src/demo/include/demo/norm.cuh.html#f-RMSNormKernel-12"' in chtml
     assert ('<span class="unres" title="索引中找不到" data-en-title="not found in the index" '
             'data-zh-title="索引中找不到">demo:no::such_thing</span>') in chtml
-    js = render_search_index(site_pages.search_data(ctx))
+    base = site_pages.search_base(ctx)
+    js = render_search_index(base)
     assert js.startswith("window.ANNOTATE_SEARCH=") and "demo::RMSNormKernel" in js and "</script" not in js
+    notes = render_search_notes(site_pages.search_notes(site_pages.search_rows(base["keys"]), ctx))
+    assert notes.startswith("window.ANNOTATE_SEARCH_NOTES=") and "</script" not in notes
 
 
 def test_step_page(config):

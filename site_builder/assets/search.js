@@ -1,6 +1,6 @@
 // search.js — client-side search over functions, files, courses and note text.
-// The index is a script (search-index.js) assigning window.ANNOTATE_SEARCH, loaded on first
-// use with a <script> element, so search works from file:// where fetch() is refused.
+// The index is two scripts (search-index.js, search-notes.js) assigning globals, loaded on first
+// use with <script> elements, so search works from file:// where fetch() is refused.
 // Note text and course titles are in the index in both languages: a query matches either,
 // and a result shows the page's language (the other one when that is all there is).
 // Words of the interface come from window.ANNOTATE_MESSAGES (messages.js, the site's catalogue).
@@ -20,23 +20,44 @@
   }
   function pick(en, zh) { return (lang() === "zh" ? zh || en : en || zh) || ""; }
 
+  // The index comes in two scripts: search-index.js (window.ANNOTATE_SEARCH: pages, a row per
+  // definition as the index knows it, files) and search-notes.js (window.ANNOTATE_SEARCH_NOTES:
+  // what the notes add to those rows, courses, traces), so that a note edit rewrites only the
+  // small second one. Both load in parallel; the rows are merged once, when both are in.
   // Callers that arrive while the index is loading wait for it: typing right after focusing the
   // box (which starts the load) must still show results once the index is in.
-  var waiting = [];
+  var index = null, waiting = [];
+  function merged() {
+    var idx = window.ANNOTATE_SEARCH, add = window.ANNOTATE_SEARCH_NOTES;
+    add.notes.forEach(function (n) {  // [row, anchor, text en, text zh]
+      var r = idx.symbols[n[0]];
+      if (r) { r[3] = n[1]; r[4] = 1; r[5] = n[2]; r[6] = n[3]; }
+    });
+    idx.courses = add.courses;
+    return idx;
+  }
   function ensureIndex(then) {
-    if (window.ANNOTATE_SEARCH) { then(); return; }
+    if (index) { then(); return; }
     waiting.push(then);
     if (loading) return;
     loading = true;
-    var s = document.createElement("script");
-    s.src = root + "search-index.js";
-    s.onload = function () {
+    var left = 0, failed = false;
+    function done() {
+      if (--left > 0) return;
       loading = false;
       var todo = waiting; waiting = [];
+      if (failed || !window.ANNOTATE_SEARCH || !window.ANNOTATE_SEARCH_NOTES) { show([], "js.no_index"); return; }
+      index = merged();
       todo.forEach(function (f) { f(); });
-    };
-    s.onerror = function () { loading = false; waiting = []; show([], "js.no_index"); };
-    document.head.appendChild(s);
+    }
+    ["search-index.js", "search-notes.js"].forEach(function (name) {
+      left++;
+      var s = document.createElement("script");
+      s.src = root + name;
+      s.onload = done;
+      s.onerror = function () { failed = true; done(); };
+      document.head.appendChild(s);
+    });
   }
 
   function score(hay, q) {
@@ -52,7 +73,7 @@
   function has(text, q) { return !!text && text.toLowerCase().indexOf(q) >= 0; }
 
   function search(raw) {
-    var idx = window.ANNOTATE_SEARCH, q = raw.trim().toLowerCase(), out = [];
+    var idx = index, q = raw.trim().toLowerCase(), out = [];
     if (!idx || !q) return out;
     var i, r, sc;
     for (i = 0; i < idx.symbols.length; i++) {
