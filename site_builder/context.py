@@ -279,12 +279,15 @@ def site_context(project: "Project", lazy: bool = False,
     pins = project.selected
     also = shown_beyond_render(project.index, project.annotations)
     part = (lazy_index_part if lazy else memo_index_part)(project.index, pins, project.only, also)
-    runs, problems = load_runs(project.config)
     if lazy and kernels_of is not None:
+        # the pages of a note edit: source pages, which name a kernel's runs page but show none
+        # of its records (the runs pages and the home page are left as the last build made them)
+        runs, problems = load_runs(project.config, records=False)
         by_file = {k: kernels_of.get(names.source_page(*k), ()) for k in part.rendered}
         return make_context(project.index, part, project.annotations, pins, runs, problems,
                             repo_root=project.config.repo_root, traces=load_traces(project),
                             compiled_by_file=(lambda kernel: load_compiled(project.config, kernel), by_file))
+    runs, problems = load_runs(project.config)
     # read once per build: every committed SASS record, fact report, identity card and profile
     compiled = [load_compiled(project.config, kr.spec.name) for kr in runs]
     return make_context(project.index, part, project.annotations, pins, runs, problems,

@@ -91,8 +91,10 @@ def record_paths(config: Config, kernel: str) -> list[tuple[str, str, Path]]:
     return out
 
 
-def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
-    """Every catalog kernel with its records; (runs, problems with specs that do not load)."""
+def load_runs(config: Config, records: bool = True) -> tuple[list[KernelRuns], list[str]]:
+    """Every catalog kernel with its records; (runs, problems with specs that do not load).
+    `records=False`: the specs alone, for a build whose pages show no record (a note edit's
+    source pages link a kernel's runs page by its spec)."""
     from annotate.errors import AnnotateError
     from annotate.harness.record import RecordError
     from annotate.harness.spec import kernel_names, load_spec
@@ -105,7 +107,7 @@ def load_runs(config: Config) -> tuple[list[KernelRuns], list[str]]:
             problems.append(f"harness {name}: {exc}")
             continue
         recs, bad = [], []
-        for source, ddir, path in record_paths(config, name):
+        for source, ddir, path in record_paths(config, name) if records else ():
             try:
                 recs.append(read_record_file(source, ddir, path))
             except RecordError as exc:
