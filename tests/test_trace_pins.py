@@ -273,3 +273,18 @@ def test_the_command(real_config, pinned, capsys):
     assert err.startswith("annotate: error: unknown entry 'flashinfer.rmsnrom'") and "flashinfer.norm.rmsnorm" in err
     assert main(["trace", "flashinfer.rmsnorm", "--when", "colour=red"]) == 2
     assert "unknown --when key 'colour'" in capsys.readouterr().err
+
+
+def test_fa3_keys_cut_the_varlen_and_gqa_branches(project, pinned):
+    """`varlen` and `gqa` bind the names FA3's VARLEN_SWITCH and BOOL_SWITCH(params.h != params.h_k)
+    give: without them the forward prepares the varlen scheduler too, and the backward launches the
+    dK/dV postprocess kernels that only GQA needs (flash_bwd_launch_template.h:288, 290)."""
+    if not _has_fa3(pinned):
+        pytest.skip("FA3's C++ (hopper/flash_api.cpp) is not in this checkout (PyPI archive route)")
+    fwd = {"dtype": "bf16", "head_dim": "128", "causal": "true", "pass": "forward", "num_splits": "1", "varlen": "false"}
+    assert kernel_names(project, project.trace("hopper.flash_attn_interface.flash_attn_func", fwd)) == [
+        "cutlass::device_kernel"]
+    bwd = {"dtype": "bf16", "head_dim": "128", "causal": "true", "arch": "90", "softcap": "false", "varlen": "false"}
+    lines = {g: {c.hops[-2].line for c in project.trace("hopper.flash_attn_interface.FlashAttnFunc.backward",
+                                                          {**bwd, "gqa": g}).chains} for g in ("false", "true")}
+    assert lines == {"false": {74, 221, 248}, "true": {74, 221, 248, 288, 290}}
