@@ -179,11 +179,42 @@ def make():
 '''
 
 
+VARIANTS = """
+#define REGISTER_LOGITS_MASK(params, batch_idx, qo_idx, kv_idx, ...) \\
+  template <typename Params>                                        \\
+  __device__ __forceinline__ bool LogitsMask(const Params& params, uint32_t batch_idx, \\
+                                             uint32_t qo_idx, uint32_t kv_idx) {      \\
+    __VA_ARGS__                                                                       \\
+  }
+namespace flashinfer {
+template <bool use_sliding_window>
+struct DefaultAttention {
+  uint32_t kv_len, window_left;
+  REGISTER_LOGITS_MASK(params, batch_idx, qo_idx, kv_idx, { return kv_idx < kv_len; })
+
+  REGISTER_LOGITS_MASK(params, batch_idx, qo_idx, kv_idx, {
+    bool mask = true;
+    if constexpr (use_sliding_window) {
+      mask &= (kv_idx + window_left >= kv_len + qo_idx);
+    }
+    return mask;
+  })
+};
+
+template <typename AttentionVariant, typename Params>
+__device__ __forceinline__ void logits_mask(const Params& params, AttentionVariant variant) {
+  bool keep = variant.LogitsMask(params, 0, 1, 2);
+}
+}  // namespace flashinfer
+"""
+
+
 @pytest.fixture(scope="module")
 def ix(tmp_path_factory):
     return index_snippets(tmp_path_factory.mktemp("ix"), {
         "include/kernels.cuh": KERNELS, "include/helpers.cuh": HELPERS,
         "src/flash_fwd.h": FLASH, "include/prefill.cuh": UNBALANCED, "pkg/jit/core.py": PY,
+        "include/variants.cuh": VARIANTS,
     })
 
 
@@ -294,6 +325,23 @@ def test_macro_namespace_and_definer_macro_and_launch_via_pointer_in_lambda(ix):
     launches = [e for e in ix.callees(run) if e.kind == "launch"]
     assert [e.callees for e in launches] == [(k.key,)]
     assert [x.caller for x in ix.callers(k)] == [run.key]
+
+
+def test_a_body_definer_call_is_the_method_it_defines(ix):
+    """`REGISTER_LOGITS_MASK(params, ..., { body })` in a class defines `LogitsMask` (macros.yaml,
+    body_definers): a method over the whole call, with the macro's template parameters and
+    qualifiers, that calls through the variant reach."""
+    one, m = sorted(ix.find("flashinfer::DefaultAttention::LogitsMask"), key=lambda s: s.start_line)
+    line = line_of(VARIANTS, "REGISTER_LOGITS_MASK(params", 1)
+    assert (one.start_line, one.end_line) == (line, line)  # each starts on its own line
+    assert m.kind == "method" and m.template_params == "typename Params"
+    assert set(m.is_cuda_qualified) == {"__device__", "__forceinline__"} and m.parse_errors == 0
+    assert (m.start_line, m.end_line) == (line_of(VARIANTS, "REGISTER_LOGITS_MASK(params", 2),
+                                          line_of(VARIANTS, "  })"))
+    assert m.signature.startswith("REGISTER_LOGITS_MASK(params, batch_idx")
+    assert not ix.find("flashinfer::DefaultAttention::REGISTER_LOGITS_MASK")
+    caller = sym(ix, "flashinfer::logits_mask")
+    assert [sorted(e.callees) for e in ix.callees(caller)] == [sorted([one.key, m.key])]
 
 
 def test_unbalanced_preprocessor_groups_do_not_lose_functions(ix):

@@ -20,6 +20,7 @@ from annotate.index.parse import captured, combined_query, macro_table, namespac
 
 _QUAL_RE = re.compile(r"\b(__global__|__device__|__host__|__forceinline__|__noinline__)\b")
 _DEFINE_RE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
+_IDENT = re.compile(rb"[A-Za-z_]\w*")
 _CLASS_TYPES = ("class_specifier", "struct_specifier", "union_specifier")
 ANON = "(anonymous namespace)"
 # Every query of a file runs in one walk of its tree (queries/*.scm, plus the fact rules).
@@ -507,6 +508,13 @@ def _written_name(cx: _File, decl, dname) -> tuple[str, dict | None, str | None]
     if dname.type == "destructor_name" or dname.type == "operator_name":
         written = cst.collapse(cst.node_text(dname)).replace(" ", "")
     definer = cx.table.definers.get(written) if dname.type == "identifier" else None
+    if definer is None and dname.type == "identifier":
+        # a body definer's call, written as the function it defines (parse._define_bodies): the
+        # source still names the macro where the parsed text names the function
+        m = _IDENT.match(cx.src, dname.start_byte)
+        body = cx.table.body_definers.get(m.group(0).decode()) if m else None
+        if body is not None and body.get("name") == written:
+            return written, body, body.get("template")
     if definer is None:
         return written, None, None
     params = decl.child_by_field_name("parameters")

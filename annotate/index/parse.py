@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -106,6 +106,9 @@ class MacroTable:
     launchers: dict[str, int]  # runtime launch call -> index of its kernel argument
     not_calls: frozenset[str]  # call-like names that are never edges (casts, sizeof, ...)
     definers: dict[str, dict]  # macro that defines a function -> {name, qualifiers, template}
+    # macro whose last argument is a function's body -> {name, qualifiers, template}
+    body_definers: dict[str, dict] = field(default_factory=dict)
+    body_pattern: re.Pattern | None = None  # matches any of them (bytes)
 
 
 @functools.cache
@@ -118,7 +121,15 @@ def macro_table() -> MacroTable:
     pat = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b") if names else None
     launchers = {str(k): int(v) for k, v in (raw.get("launchers") or {}).items()}
     definers = {str(k): dict(v or {}) for k, v in (raw.get("definers") or {}).items()}
-    return MacroTable(quals, blank, ns, pat, launchers, frozenset(raw.get("not_calls") or ()), definers)
+    bodies = {str(k): dict(v or {}) for k, v in (raw.get("body_definers") or {}).items()}
+    for k, v in bodies.items():
+        # the macro's name is written over with the function's, in place
+        if not re.fullmatch(r"[A-Za-z_]\w*", str(v.get("name", ""))) or len(str(v["name"])) > len(k):
+            raise ValueError(f"{MACROS_FILE.name}: body_definers.{k}: name must be an identifier no longer than {k}")
+    body_pat = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(bodies, key=len, reverse=True))
+                          + rb")\b") if bodies else None
+    return MacroTable(quals, blank, ns, pat, launchers, frozenset(raw.get("not_calls") or ()), definers, bodies,
+                      body_pat)
 
 
 _PREPROC_LINE = re.compile(rb"^[ \t]*#", re.M)
@@ -126,23 +137,66 @@ _PREPROC_LINE = re.compile(rb"^[ \t]*#", re.M)
 
 def blank_macros(src: bytes, table: MacroTable | None = None) -> tuple[bytes, int]:
     """Replace every listed macro token (outside preprocessor lines) with spaces of the same
-    length, so the grammar sees plain C++ and every byte offset, line and column stays exact.
-    Returns (text, number of tokens blanked)."""
+    length, so the grammar sees plain C++ and every byte offset, line and column stays exact;
+    and write each body definer's call as the function it defines (`_define_bodies`).
+    Returns (text, number of tokens blanked or rewritten)."""
     table = table or macro_table()
-    if table.pattern is None:
-        return src, 0
     buf = bytearray(src)
     count = 0
-    for m in table.pattern.finditer(src):
-        line_start = src.rfind(b"\n", 0, m.start()) + 1
-        if _PREPROC_LINE.match(src, line_start) and src[line_start:m.start()].strip().startswith(b"#"):
+    for m in table.pattern.finditer(src) if table.pattern is not None else ():
+        if _in_directive(src, m.start()):
             continue
         end = m.end()
         if table.blank.get(m.group(1).decode(), False):
             end = _balanced_args_end(src, end)
         buf[m.start():end] = _blank(src[m.start():end])
         count += 1
+    count += _define_bodies(src, buf, table)
     return bytes(buf), count
+
+
+def _in_directive(src: bytes, pos: int) -> bool:
+    line_start = src.rfind(b"\n", 0, pos) + 1
+    return bool(_PREPROC_LINE.match(src, line_start)) and src[line_start:pos].strip().startswith(b"#")
+
+
+def _define_bodies(src: bytes, buf: bytearray, table: MacroTable) -> int:
+    """FlashInfer's variants register their hooks with macros whose last argument is the body:
+    `REGISTER_LOGITS_MASK(params, batch_idx, ..., { body })` defines `LogitsMask(...) { body }`.
+    The grammar reads such a call as an expression, or as a broken definition of a function
+    named after the macro. Written in place (same length) as `LogitsMask          (params,
+    batch_idx, ...) { body };`, it parses as a definition of the function the macro defines;
+    extract takes the rest (qualifiers, template parameters) from the table. Returns how many
+    calls were written."""
+    if table.body_pattern is None:
+        return 0
+    count = 0
+    for m in table.body_pattern.finditer(src):
+        if _in_directive(src, m.start()):
+            continue
+        end = _balanced_args_end(src, m.end())
+        if end == m.end():
+            continue  # not a call
+        open_ = src.index(b"(", m.end())
+        close = end - 1
+        inner = _CODE_SKIP.sub(_blank_match, src[open_ + 1:close])
+        depth, last = 0, -1
+        for i, c in enumerate(inner):
+            if c in b"([{":
+                depth += 1
+            elif c in b")]}":
+                depth -= 1
+            elif c == ord(",") and depth == 0:
+                last = i
+        body = inner[last + 1:].strip()
+        if last < 0 or not (body.startswith(b"{") and body.endswith(b"}")):
+            continue  # no body as the last argument
+        name = table.body_definers[m.group(1).decode()]["name"].encode()
+        buf[m.start():m.end()] = name.ljust(m.end() - m.start())
+        buf[open_ + 1 + last] = ord(")")
+        buf[close] = ord(";")  # an empty declaration: the next head does not start on this line
+        count += 1
+    return count
 
 
 def _balanced_args_end(src: bytes, pos: int) -> int:
