@@ -344,6 +344,16 @@ def test_a_body_definer_call_is_the_method_it_defines(ix):
     assert [sorted(e.callees) for e in ix.callees(caller)] == [sorted([one.key, m.key])]
 
 
+def test_a_body_definer_whose_function_name_does_not_fit_is_an_error():
+    from annotate.errors import AnnotateError
+    from annotate.index.parse import body_definers
+
+    assert body_definers({"REGISTER_X": {"name": "X"}}) == {"REGISTER_X": {"name": "X"}}
+    for bad in ({"name": "NameLongerThanMacro"}, {"name": "not an identifier"}, {}):
+        with pytest.raises(AnnotateError, match=r"macros.yaml: body_definers.REG_X: name must be an identifier"):
+            body_definers({"REG_X": bad})
+
+
 def test_unbalanced_preprocessor_groups_do_not_lose_functions(ix):
     dev = sym(ix, "flashinfer::PrefillDevice")
     ker = sym(ix, "flashinfer::PrefillKernel")

@@ -121,15 +121,24 @@ def macro_table() -> MacroTable:
     pat = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b") if names else None
     launchers = {str(k): int(v) for k, v in (raw.get("launchers") or {}).items()}
     definers = {str(k): dict(v or {}) for k, v in (raw.get("definers") or {}).items()}
-    bodies = {str(k): dict(v or {}) for k, v in (raw.get("body_definers") or {}).items()}
-    for k, v in bodies.items():
-        # the macro's name is written over with the function's, in place
-        if not re.fullmatch(r"[A-Za-z_]\w*", str(v.get("name", ""))) or len(str(v["name"])) > len(k):
-            raise ValueError(f"{MACROS_FILE.name}: body_definers.{k}: name must be an identifier no longer than {k}")
+    bodies = body_definers(raw.get("body_definers") or {})
     body_pat = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(bodies, key=len, reverse=True))
                           + rb")\b") if bodies else None
     return MacroTable(quals, blank, ns, pat, launchers, frozenset(raw.get("not_calls") or ()), definers, bodies,
                       body_pat)
+
+
+def body_definers(raw: dict) -> dict[str, dict]:
+    """The `body_definers:` table, checked: the macro's name is written over with the function's,
+    in place, so the function's name must be an identifier no longer than the macro's."""
+    from annotate.errors import AnnotateError
+
+    out = {str(k): dict(v or {}) for k, v in raw.items()}
+    for k, v in out.items():
+        name = str(v.get("name", ""))
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or len(name) > len(k):
+            raise AnnotateError(f"{MACROS_FILE.name}: body_definers.{k}: name must be an identifier no longer than {k}")
+    return out
 
 
 _PREPROC_LINE = re.compile(rb"^[ \t]*#", re.M)
