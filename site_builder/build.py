@@ -252,12 +252,13 @@ def _search_rows(ctx: SiteContext, config: Config, ikey: str, make: bool = True)
         pass
     if not make:
         return None
-    keys = _search_base(ctx, config, ikey)["keys"]
-    try:  # a base cached without its keys' file (written by an earlier build) gets it now
-        write_atomic(_search_cache(config, ikey).with_suffix(".keys"),
-                     json.dumps(keys, ensure_ascii=False, separators=(",", ":")))
-    except OSError:
-        pass
+    keys = _search_base(ctx, config, ikey)["keys"]  # made now, it writes the keys' file too
+    path = _search_cache(config, ikey).with_suffix(".keys")
+    if not path.is_file():  # a base cached without its keys' file gets it now
+        try:
+            write_atomic(path, json.dumps(keys, ensure_ascii=False, separators=(",", ":")))
+        except OSError:
+            pass
     return site_pages.search_rows(keys)
 
 
