@@ -213,7 +213,7 @@ def _other_pages(ctx: SiteContext, line_counts, previous: Manifest, out: Path, k
 
 def _search_base(ctx: SiteContext, config: Config, ikey: str) -> dict:
     """The index's part of the search index (site_pages.search_base), from the site cache or made
-    now and cached, with its `keys` in a file of their own (`_search_rows`)."""
+    now and cached (its `keys` are cached in a file of their own by `_search_rows`)."""
     from annotate.atomic import write_atomic
     from site_builder import site_pages
 
@@ -227,7 +227,6 @@ def _search_base(ctx: SiteContext, config: Config, ikey: str) -> dict:
     got = site_pages.search_base(ctx)
     try:
         write_atomic(path, json.dumps(got, ensure_ascii=False, separators=(",", ":")))
-        write_atomic(path.with_suffix(".keys"), json.dumps(got["keys"], ensure_ascii=False, separators=(",", ":")))
         for old in path.parent.iterdir():  # one index at a time: the others' go
             if old.stem != path.stem:
                 old.unlink(missing_ok=True)
@@ -236,29 +235,31 @@ def _search_base(ctx: SiteContext, config: Config, ikey: str) -> dict:
     return got
 
 
+def _cache_search_keys(config: Config, ikey: str, keys: list) -> None:
+    from annotate.atomic import write_atomic
+
+    try:
+        write_atomic(_search_cache(config, ikey).with_suffix(".keys"),
+                     json.dumps(keys, ensure_ascii=False, separators=(",", ":")))
+    except OSError:
+        pass  # a read-only cache only costs speed
+
+
 def _search_rows(ctx: SiteContext, config: Config, ikey: str, make: bool = True) -> dict | None:
     """(kind, key) -> row of the index's part of the search index (site_pages.search_rows): from
     the cached keys alone (a note edit reads nothing else of it), else from `_search_base`; None
     when they are not cached and `make` is False."""
-    from annotate.atomic import write_atomic
     from site_builder import site_pages
 
     try:
-        keys = json.loads(_search_cache(config, ikey).with_suffix(".keys").read_bytes())
-        if isinstance(keys, list) and all(isinstance(k, list) and len(k) == 2 and all(isinstance(x, str) for x in k)
-                                          for k in keys):
-            return site_pages.search_rows(keys)
+        keys = site_pages.checked_search_keys(json.loads(_search_cache(config, ikey).with_suffix(".keys").read_bytes()))
     except (OSError, ValueError):
-        pass
-    if not make:
-        return None
-    keys = _search_base(ctx, config, ikey)["keys"]  # made now, it writes the keys' file too
-    path = _search_cache(config, ikey).with_suffix(".keys")
-    if not path.is_file():  # a base cached without its keys' file gets it now
-        try:
-            write_atomic(path, json.dumps(keys, ensure_ascii=False, separators=(",", ":")))
-        except OSError:
-            pass
+        keys = None
+    if keys is None:  # absent or damaged
+        if not make:
+            return None
+        keys = _search_base(ctx, config, ikey)["keys"]
+        _cache_search_keys(config, ikey, keys)
     return site_pages.search_rows(keys)
 
 

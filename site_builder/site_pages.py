@@ -193,16 +193,22 @@ def search_base(ctx: SiteContext) -> dict:
     return {"pages": pages, "symbols": rows, "keys": keys, "files": files}
 
 
+def checked_search_keys(keys: object) -> list | None:
+    """`search_base`'s `keys` as read back from the cache, or None when they are not such a list."""
+    if isinstance(keys, list) and all(isinstance(k, list) and len(k) == 2 and k[0] in ("function", "type", "macro")
+                                      and isinstance(k[1], str) for k in keys):
+        return keys
+    return None
+
+
 def checked_search_base(data: object) -> dict | None:
     """`search_base` as read back from the cache, or None when it is not one (the build makes it
     again): the shape is checked, the text is data that the search index escapes as JSON."""
     if not isinstance(data, dict) or set(data) != {"pages", "symbols", "keys", "files"}:
         return None
     pages, rows, keys, files = data["pages"], data["symbols"], data["keys"], data["files"]
-    if not (isinstance(pages, list) and isinstance(rows, list) and isinstance(keys, list) and isinstance(files, list)
-            and len(rows) == len(keys) and all(isinstance(p, str) for p in pages)
-            and all(isinstance(k, list) and len(k) == 2 and k[0] in ("function", "type", "macro")
-                    and isinstance(k[1], str) for k in keys)
+    if not (isinstance(pages, list) and isinstance(rows, list) and checked_search_keys(keys) is not None
+            and isinstance(files, list) and len(rows) == len(keys) and all(isinstance(p, str) for p in pages)
             and all(isinstance(r, list) and len(r) == 7 and isinstance(r[2], int) for r in rows)
             and all(isinstance(f, list) and len(f) == 2 for f in files)):
         return None

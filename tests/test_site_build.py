@@ -3,6 +3,7 @@ outputs, incremental rebuilds, the CLI, `annotate serve`; and (slow) the real pi
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -18,7 +19,7 @@ from site_support import (ANNOTATIONS, DECODE, NORM, SRC, UP, build_fixture_site
                           make_demo_repo)
 
 from annotate.config import Config  # noqa: E402
-from site_builder import build as site_build, names  # noqa: E402
+from site_builder import build as site_build, names, site_pages  # noqa: E402
 from site_builder.build import build_site, input_stamp  # noqa: E402
 
 
@@ -207,6 +208,25 @@ def test_a_note_edit_builds_what_a_fresh_build_builds(demo_repo, tmp_path, monke
         if rel != names.MANIFEST:
             assert (out / rel).read_bytes() == (fresh / rel).read_bytes(), rel
     assert _build(demo_repo, out).noop
+
+
+def test_a_note_edit_with_the_search_keys_damaged_builds_the_usual_way(demo_repo, tmp_path):
+    """The notes' part of the search index numbers rows by the cached keys alone; a damaged keys
+    file is no input: the build takes the usual path, makes the keys again, and the site is right."""
+    out = tmp_path / "site"
+    _build(demo_repo, out)
+    (keys,) = (demo_repo.site_cache_dir() / "search").glob("*.keys")
+    keys.write_text('[["function", 3]]')
+    name, old, new, _ = NOTE_EDITS["summary"]
+    f = demo_repo.annotations_dir / name
+    f.write_text(f.read_text().replace(old, new, 1))
+    rep = _build(demo_repo, out)
+    assert not rep.notes_only
+    assert site_pages.checked_search_keys(json.loads(keys.read_text())) is not None
+    fresh = tmp_path / "fresh"
+    _build(demo_repo, fresh)
+    for rel in (names.SEARCH_INDEX, names.SEARCH_NOTES):
+        assert (out / rel).read_bytes() == (fresh / rel).read_bytes(), rel
 
 
 # warp_decode's SASS has lines in norm.cuh (it inlines shfl_xor_sync); rmsnorm's none in decode.cuh
